@@ -1,0 +1,38 @@
+//! The concurrency facade: `std` atomics, locks and threads normally, `loom`'s
+//! under `cfg(loom)`.
+//!
+//! Every lock-free structure in goro (run queue, `runnext`, the spinning and
+//! parking protocol, channel and timer state) reaches its atomics through this
+//! module, so the same code runs under loom's model checker with loom-sized
+//! constants (see `sched::runq::RING_SIZE`). Code outside the checked
+//! structures may use `std` directly.
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::{
+    atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    Arc, Condvar, Mutex, MutexGuard,
+};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{
+    atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    Arc, Condvar, Mutex, MutexGuard,
+};
+
+/// Thread spawning and yielding.
+pub(crate) mod thread {
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::{yield_now, spawn};
+    #[cfg(loom)]
+    pub(crate) use loom::thread::{yield_now, spawn};
+}
+
+/// A hint that we are in a spin loop; a yield under loom so the model
+/// checker can schedule the thread we are waiting for.
+#[inline]
+pub(crate) fn spin_loop() {
+    #[cfg(not(loom))]
+    std::hint::spin_loop();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}

@@ -1,0 +1,267 @@
+//! Scheduler policy: the seeds' switches.
+//!
+//! goro is built from five changes to Go's runtime (see `seeds/` and the
+//! crate docs). Each one is a field here, so that a single binary can run the
+//! "before" and the "after" of every seed side by side:
+//!
+//! | seed | field(s) | on (`default`) | off (`legacy`) |
+//! |---|---|---|---|
+//! | 000 don't burn CPU | [`Policy::spin`] | bounded spin, then `sched_yield`, then park | spin without yielding |
+//! | 002 idle mask, bounded stealing | [`Policy::idle_mask`], [`Policy::steal_passes`] | mask on, 2 passes | mask off, 4 passes |
+//! | 004 no thrashing | [`Policy::runnext`], [`Policy::runnext_steal_pause`] | wake into `runnext`, 3 µs pause | FIFO wakes, no pause |
+//!
+//! The fields of seeds 001 (per-P timers) and 003 (pool victim cache) arrive
+//! with the timer and pool modules.
+//!
+//! `GORO_POLICY=name=value,...` overrides fields at start-up (see
+//! [`Policy::from_env`]); a malformed value is an error that names the variable,
+//! the field and the accepted form, never a silent default.
+
+use std::fmt;
+use std::time::Duration;
+
+/// How every runtime wait behaves once the thing waited for is late (seed 000).
+///
+/// Applies to spinning worker threads looking for work, to the pause before
+/// stealing a busy processor's `runnext`, and to [`crate::sync::Mutex`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinPolicy {
+    /// Spin `spin` times (each a short burst of `pause` instructions, doubling),
+    /// then call `sched_yield` `yield_` times, then park. The default.
+    Bounded {
+        /// Rounds of active spinning.
+        spin: u32,
+        /// Rounds of `sched_yield` after spinning, before parking.
+        yield_: u32,
+    },
+    /// Spin actively for the whole wait, never yielding the CPU (the behaviour
+    /// seed 000 removed). Waits still end when their own budget does.
+    Unbounded,
+}
+
+impl SpinPolicy {
+    /// The default bounded policy: a few microseconds of spinning, two yields.
+    pub const DEFAULT: SpinPolicy = SpinPolicy::Bounded { spin: 6, yield_: 2 };
+}
+
+impl Default for SpinPolicy {
+    fn default() -> Self {
+        SpinPolicy::DEFAULT
+    }
+}
+
+/// The scheduler's policy switches; see the module docs for the table.
+///
+/// ```
+/// use goro::{Policy, Runtime};
+/// let rt = Runtime::builder().procs(2).policy(Policy::legacy()).build().unwrap();
+/// assert_eq!(rt.block_on(async { 1 + 1 }), 2);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Policy {
+    /// Seed 004: a task woken or spawned by a running task goes to the
+    /// processor's `runnext` slot (and inherits the time slice) instead of the
+    /// tail of the run queue.
+    pub runnext: bool,
+    /// Seed 004: how long a thief waits before taking a busy processor's
+    /// `runnext` task, giving the owner the chance to run it itself.
+    pub runnext_steal_pause: Duration,
+    /// Seed 002: thieves skip processors whose bit is set in the idle mask.
+    pub idle_mask: bool,
+    /// Seed 002: passes over all processors a spinning thread makes while
+    /// stealing; `runnext` and timers are taken only on the last one. 1..=16.
+    pub steal_passes: u32,
+    /// Seed 000: how runtime waits spin, yield and park.
+    pub spin: SpinPolicy,
+}
+
+impl Default for Policy {
+    /// Every improvement on.
+    fn default() -> Self {
+        Policy {
+            runnext: true,
+            runnext_steal_pause: Duration::from_micros(3),
+            idle_mask: true,
+            steal_passes: 2,
+            spin: SpinPolicy::DEFAULT,
+        }
+    }
+}
+
+/// An error in a `GORO_POLICY` string or a policy field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyError {
+    msg: String,
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+const ACCEPTED: &str = "accepted: comma-separated name=value with names \
+    runnext=true|false, runnext_steal_pause=<n>ns|us|ms, idle_mask=true|false, \
+    steal_passes=1..16, spin=bounded|unbounded|bounded:<spin>:<yield>, \
+    or the whole string 'default' or 'legacy'";
+
+impl Policy {
+    /// Every improvement off: the "before" of each seed.
+    pub fn legacy() -> Policy {
+        Policy {
+            runnext: false,
+            runnext_steal_pause: Duration::ZERO,
+            idle_mask: false,
+            steal_passes: 4,
+            spin: SpinPolicy::Unbounded,
+        }
+    }
+
+    /// Checks the ranges of the fields.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        if !(1..=16).contains(&self.steal_passes) {
+            return Err(PolicyError {
+                msg: format!(
+                    "policy field steal_passes={} is out of range: accepted 1..=16",
+                    self.steal_passes
+                ),
+            });
+        }
+        if self.runnext_steal_pause > Duration::from_millis(10) {
+            return Err(PolicyError {
+                msg: format!(
+                    "policy field runnext_steal_pause={:?} is out of range: accepted 0..=10ms",
+                    self.runnext_steal_pause
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Applies `name=value,...` overrides on top of `self`.
+    ///
+    /// ```
+    /// let p = goro::Policy::default().with_overrides("runnext=false,steal_passes=4").unwrap();
+    /// assert!(!p.runnext);
+    /// assert_eq!(p.steal_passes, 4);
+    /// assert!(goro::Policy::default().with_overrides("steal_passes=many").is_err());
+    /// ```
+    pub fn with_overrides(mut self, spec: &str) -> Result<Policy, PolicyError> {
+        let err = |item: &str, why: String| PolicyError {
+            msg: format!("GORO_POLICY item '{item}': {why}; {ACCEPTED}"),
+        };
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match item {
+                "default" => {
+                    self = Policy::default();
+                    continue;
+                }
+                "legacy" => {
+                    self = Policy::legacy();
+                    continue;
+                }
+                _ => {}
+            }
+            let (name, value) = item
+                .split_once('=')
+                .ok_or_else(|| err(item, "expected name=value".into()))?;
+            let (name, value) = (name.trim(), value.trim());
+            let parse_bool = |v: &str| match v {
+                "true" | "on" | "1" => Ok(true),
+                "false" | "off" | "0" => Ok(false),
+                _ => Err(err(item, format!("'{v}' is not a boolean"))),
+            };
+            match name {
+                "runnext" => self.runnext = parse_bool(value)?,
+                "idle_mask" => self.idle_mask = parse_bool(value)?,
+                "steal_passes" => {
+                    self.steal_passes = value
+                        .parse()
+                        .map_err(|_| err(item, format!("'{value}' is not a number")))?
+                }
+                "runnext_steal_pause" => {
+                    self.runnext_steal_pause =
+                        parse_duration(value).ok_or_else(|| err(item, format!("'{value}' is not a duration")))?
+                }
+                "spin" => {
+                    self.spin = parse_spin(value)
+                        .ok_or_else(|| err(item, format!("'{value}' is not a spin policy")))?
+                }
+                _ => return Err(err(item, format!("unknown field '{name}'"))),
+            }
+        }
+        self.validate().map_err(|e| PolicyError {
+            msg: format!("GORO_POLICY: {e}"),
+        })?;
+        Ok(self)
+    }
+
+    /// `Policy::default()` with the overrides of the `GORO_POLICY` environment
+    /// variable, if set.
+    pub fn from_env() -> Result<Policy, PolicyError> {
+        match std::env::var("GORO_POLICY") {
+            Ok(spec) => Policy::default().with_overrides(&spec),
+            Err(std::env::VarError::NotPresent) => Ok(Policy::default()),
+            Err(std::env::VarError::NotUnicode(_)) => Err(PolicyError {
+                msg: format!("GORO_POLICY is not valid UTF-8; {ACCEPTED}"),
+            }),
+        }
+    }
+}
+
+/// Parses `<n>ns`, `<n>us`, `<n>µs`, `<n>ms` or `<n>s`.
+pub(crate) fn parse_duration(v: &str) -> Option<Duration> {
+    let split = v.find(|c: char| !c.is_ascii_digit())?;
+    let (num, unit) = v.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    match unit {
+        "ns" => Some(Duration::from_nanos(n)),
+        "us" | "µs" => Some(Duration::from_micros(n)),
+        "ms" => Some(Duration::from_millis(n)),
+        "s" => Some(Duration::from_secs(n)),
+        _ => None,
+    }
+}
+
+fn parse_spin(v: &str) -> Option<SpinPolicy> {
+    match v {
+        "bounded" => Some(SpinPolicy::DEFAULT),
+        "unbounded" => Some(SpinPolicy::Unbounded),
+        _ => {
+            let rest = v.strip_prefix("bounded:")?;
+            let (s, y) = rest.split_once(':')?;
+            Some(SpinPolicy::Bounded {
+                spin: s.parse().ok()?,
+                yield_: y.parse().ok()?,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_apply_in_order() {
+        let p = Policy::default()
+            .with_overrides("legacy, runnext=true, spin=bounded:3:1, runnext_steal_pause=5us")
+            .unwrap();
+        assert!(p.runnext);
+        assert!(!p.idle_mask);
+        assert_eq!(p.spin, SpinPolicy::Bounded { spin: 3, yield_: 1 });
+        assert_eq!(p.runnext_steal_pause, Duration::from_micros(5));
+    }
+
+    #[test]
+    fn malformed_policy_names_the_item_and_the_accepted_form() {
+        for bad in ["runnext", "runnext=maybe", "steal_passes=0", "nope=1", "spin=fast", "runnext_steal_pause=3"] {
+            let e = Policy::default().with_overrides(bad).unwrap_err().to_string();
+            assert!(e.contains("GORO_POLICY"), "{bad}: {e}");
+            assert!(e.contains("accepted"), "{bad}: {e}");
+        }
+    }
+}

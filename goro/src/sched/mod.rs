@@ -1,0 +1,2 @@
+//! The scheduler.
+pub(crate) mod backoff;
