@@ -8,12 +8,14 @@
 //! structures may use `std` directly.
 
 #[cfg(not(loom))]
+#[allow(unused_imports)]
 pub(crate) use std::sync::{
     atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
     Arc, Condvar, Mutex, MutexGuard,
 };
 
 #[cfg(loom)]
+#[allow(unused_imports)]
 pub(crate) use loom::sync::{
     atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
     Arc, Condvar, Mutex, MutexGuard,
@@ -22,9 +24,11 @@ pub(crate) use loom::sync::{
 /// Thread spawning and yielding.
 pub(crate) mod thread {
     #[cfg(not(loom))]
-    pub(crate) use std::thread::{yield_now, spawn};
+    #[allow(unused_imports)]
+    pub(crate) use std::thread::{spawn, yield_now};
     #[cfg(loom)]
-    pub(crate) use loom::thread::{yield_now, spawn};
+    #[allow(unused_imports)]
+    pub(crate) use loom::thread::{spawn, yield_now};
 }
 
 /// A hint that we are in a spin loop; a yield under loom so the model

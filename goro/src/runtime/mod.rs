@@ -1,8 +1,410 @@
-//! The runtime: builder, handle, block_on.
+//! The runtime: building one, entering it, shutting it down.
+//!
+//! A [`Runtime`] owns the scheduler (`procs` Ps, the worker threads started on
+//! demand, the monitor thread) and is the handle for putting work into it
+//! from outside: [`Runtime::block_on`] drives a future on the calling thread
+//! (which holds no P, so what it spawns goes to the global queue), and
+//! [`Runtime::spawn`] queues a task. Inside a task, [`crate::spawn`] and the
+//! other free functions find the runtime through the thread's context.
+//!
+//! Start-up reads `GORO_PROCS` (when the builder sets no `procs`),
+//! `GORO_POLICY` (overrides on top of the builder's policy, so any binary can
+//! be A/B-tested without recompiling) and `GORO_SCHEDTRACE`. Every malformed
+//! value is an error naming the variable and the accepted form.
+//!
+//! Dropping a `Runtime` stops every worker thread, then drops every
+//! unfinished task's future (queued ones directly, parked ones by waking
+//! them into a scheduler that now discards what it is given).
+
 pub mod policy;
+
+use crate::sched::machine::{current_sched, on_worker_thread, EnterGuard};
+use crate::sched::task::{new_task, JoinHandle};
+use crate::sched::Sched;
+use crate::stats::{bump, bump_shared, Stats};
+use policy::{Policy, SpinPolicy};
+use std::future::Future;
+use std::io;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+/// Most Ps a runtime may have.
+pub const MAX_PROCS: usize = 4096;
+
+/// Builds a [`Runtime`] with chosen settings.
+///
+/// ```
+/// let rt = goro::Runtime::builder()
+///     .procs(2)
+///     .policy(goro::Policy::default())
+///     .thread_name("worker")
+///     .build()
+///     .unwrap();
+/// assert_eq!(rt.procs(), 2);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Builder {
+    procs: Option<usize>,
+    policy: Option<Policy>,
+    thread_name: Option<String>,
+}
+
+impl Builder {
+    /// The number of Ps: how many tasks run in parallel (Go's `GOMAXPROCS`).
+    /// Default: `GORO_PROCS`, else the available parallelism. Accepted:
+    /// `1..=4096`; anything else makes `build` fail.
+    pub fn procs(mut self, n: usize) -> Builder {
+        self.procs = Some(n);
+        self
+    }
+
+    /// The scheduler policy (default: [`Policy::default`]). `GORO_POLICY`,
+    /// when set, overrides fields on top of it.
+    pub fn policy(mut self, p: Policy) -> Builder {
+        self.policy = Some(p);
+        self
+    }
+
+    /// Prefix of worker thread names (default `goro`).
+    pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
+        self.thread_name = Some(name.into());
+        self
+    }
+
+    /// Starts the runtime. Fails with `InvalidInput` on a bad setting or a
+    /// malformed environment variable, naming it and the accepted form.
+    pub fn build(self) -> io::Result<Runtime> {
+        let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
+        let procs = match self.procs {
+            Some(n) => n,
+            None => procs_from_env().map_err(invalid)?,
+        };
+        if !(1..=MAX_PROCS).contains(&procs) {
+            return Err(invalid(format!("goro: procs({procs}) is out of range: accepted 1..={MAX_PROCS}")));
+        }
+        let policy = self.policy.unwrap_or_default();
+        policy.validate().map_err(|e| invalid(format!("goro: {e}")))?;
+        let policy = match std::env::var("GORO_POLICY") {
+            Ok(spec) => policy.with_overrides(&spec).map_err(|e| invalid(e.to_string()))?,
+            Err(std::env::VarError::NotPresent) => policy,
+            Err(_) => return Err(invalid("GORO_POLICY is not valid UTF-8".into())),
+        };
+        let schedtrace = schedtrace_from_env().map_err(invalid)?;
+        let sched = Sched::new(procs, policy, self.thread_name.unwrap_or_else(|| "goro".into()), schedtrace);
+        sched.init_idle();
+        let s = sched.clone();
+        let monitor = std::thread::Builder::new()
+            .name(format!("{}-monitor", sched.thread_name))
+            .spawn(move || crate::sched::sysmon::monitor_main(s))?;
+        Ok(Runtime { sched, monitor: Some(monitor) })
+    }
+}
+
+fn procs_from_env() -> Result<usize, String> {
+    match std::env::var("GORO_PROCS") {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_PROCS).contains(&n) => Ok(n),
+            _ => Err(format!("GORO_PROCS='{v}' is invalid: accepted an integer in 1..={MAX_PROCS}")),
+        },
+        Err(std::env::VarError::NotPresent) => {
+            Ok(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(MAX_PROCS))
+        }
+        Err(_) => Err(format!("GORO_PROCS is not valid UTF-8: accepted an integer in 1..={MAX_PROCS}")),
+    }
+}
+
+fn schedtrace_from_env() -> Result<Option<Duration>, String> {
+    match std::env::var("GORO_SCHEDTRACE") {
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(0) => Ok(None),
+            Ok(ms) => Ok(Some(Duration::from_millis(ms))),
+            Err(_) => Err(format!(
+                "GORO_SCHEDTRACE='{v}' is invalid: accepted a number of milliseconds (0 = off)"
+            )),
+        },
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(_) => Err("GORO_SCHEDTRACE is not valid UTF-8: accepted a number of milliseconds".into()),
+    }
+}
+
+/// A goro runtime: `procs` Ps, worker threads, a monitor.
+///
+/// ```
+/// let rt = goro::Runtime::new().unwrap();
+/// let v = rt.block_on(async {
+///     let a = goro::spawn(async { 40 });
+///     let b = goro::spawn(async { 2 });
+///     a.await.unwrap() + b.await.unwrap()
+/// });
+/// assert_eq!(v, 42);
+/// ```
+pub struct Runtime {
+    sched: Arc<Sched>,
+    monitor: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("procs", &self.sched.procs).field("policy", &self.sched.policy).finish()
+    }
+}
+
+impl Runtime {
+    /// A runtime with `GORO_PROCS` (or the available parallelism) Ps and the
+    /// default policy plus `GORO_POLICY` overrides.
+    pub fn new() -> io::Result<Runtime> {
+        Builder::default().build()
+    }
+
+    /// A [`Builder`] for chosen settings.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// The number of Ps.
+    pub fn procs(&self) -> usize {
+        self.sched.procs
+    }
+
+    /// The policy in force (after `GORO_POLICY` overrides).
+    pub fn policy(&self) -> &Policy {
+        &self.sched.policy
+    }
+
+    /// Runs `future` to completion on the calling thread and returns its
+    /// output. The future need not be `Send`; tasks it spawns run on the
+    /// runtime's workers.
+    ///
+    /// # Panics
+    /// When called from inside a goro task (that would block a worker thread
+    /// holding a P): use `.await`, [`crate::spawn`] or [`crate::block_in_place`].
+    ///
+    /// ```
+    /// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+    /// assert_eq!(rt.block_on(async { 7 }), 7);
+    /// ```
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        if on_worker_thread() {
+            panic!(
+                "goro: Runtime::block_on called from inside a goro task; this would block a worker thread \
+                 holding a P. Await the future, or use goro::spawn / goro::block_in_place"
+            );
+        }
+        let _enter = EnterGuard::enter(self.sched.clone());
+        let parker = Arc::new(ThreadWaker { thread: std::thread::current(), notified: AtomicBool::new(false) });
+        let waker = Waker::from(parker.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut future = pin!(future);
+        loop {
+            if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+                return v;
+            }
+            // Acquire: pairs with the Release swap in `wake`, so what the
+            // waker published before waking us is visible to the next poll.
+            while !parker.notified.swap(false, Ordering::Acquire) {
+                std::thread::park();
+            }
+        }
+    }
+
+    /// Spawns a task on this runtime from any thread.
+    ///
+    /// ```
+    /// let rt = goro::Runtime::builder().procs(2).build().unwrap();
+    /// let h = rt.spawn(async { "done" });
+    /// assert_eq!(rt.block_on(h).unwrap(), "done");
+    /// ```
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        spawn_on(&self.sched, future)
+    }
+
+    /// Runs `f` on this runtime's blocking pool (see [`crate::spawn_blocking`]).
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        crate::sched::blocking::spawn_blocking_on(&self.sched, f)
+    }
+
+    /// A snapshot of the counters (see [`Stats`]).
+    pub fn stats(&self) -> Stats {
+        self.sched.stats()
+    }
+
+    /// One line in Go's `schedtrace` shape describing the scheduler now.
+    ///
+    /// ```
+    /// let rt = goro::Runtime::builder().procs(2).build().unwrap();
+    /// assert!(rt.schedtrace().starts_with("SCHED "));
+    /// ```
+    pub fn schedtrace(&self) -> String {
+        crate::sched::sysmon::schedtrace_line(&self.sched)
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        let sched = &self.sched;
+        sched.shutdown.store(true, Ordering::SeqCst);
+        // Wake every parked M with Exit. Under the idle lock: an M about to
+        // park checks the flag under the same lock (see `stopm`).
+        {
+            let mut lists = sched.idle.lock();
+            for m in lists.ms.drain(..) {
+                m.unpark(crate::sched::park::Handoff::Exit);
+            }
+        }
+        sched.monitor.kick();
+        if let Some(m) = self.monitor.take() {
+            let _ = m.join();
+        }
+        // Running Ms see the flag at the top of their loop and exit through
+        // `stopm`. New threads may still be started until every M has seen
+        // the flag, so keep joining until the list stays empty.
+        let me = std::thread::current().id();
+        loop {
+            let batch: Vec<_> = std::mem::take(&mut *sched.threads.lock().unwrap_or_else(|e| e.into_inner()));
+            if batch.is_empty() {
+                break;
+            }
+            for t in batch {
+                if t.thread().id() == me {
+                    continue; // dropped from inside one of our own tasks: cannot join ourselves
+                }
+                // Ms that parked before the flag was set have been woken
+                // above; those that park later see the flag.
+                {
+                    let mut lists = sched.idle.lock();
+                    for m in lists.ms.drain(..) {
+                        m.unpark(crate::sched::park::Handoff::Exit);
+                    }
+                }
+                let _ = t.join();
+            }
+        }
+        sched.blocking.shutdown();
+        // Drop every queued task, then every parked one.
+        let mut queued = sched.global.drain();
+        for p in sched.ps.iter() {
+            queued.extend(p.runq.drain());
+        }
+        drop(queued);
+        for w in sched.registry.take_all() {
+            // `schedule` sees the shutdown flag and drops the Runnable,
+            // which cancels the task and drops its future.
+            w.wake();
+        }
+    }
+}
+
+/// Wakes a `block_on` caller.
+struct ThreadWaker {
+    thread: std::thread::Thread,
+    notified: AtomicBool,
+}
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        // Release: pairs with the Acquire swap in block_on.
+        if !self.notified.swap(true, Ordering::Release) {
+            self.thread.unpark();
+        }
+    }
+}
+
+pub(crate) fn spawn_on<F>(sched: &Arc<Sched>, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match crate::sched::machine::current_p(sched) {
+        Some(p) => bump(&sched.ps[p].counters.tasks_spawned, 1),
+        None => bump_shared(&sched.counters.tasks_spawned, 1),
+    }
+    let (runnable, handle) = new_task(sched, future);
+    runnable.schedule();
+    handle
+}
+
+/// Spawns a task on the current runtime (Go's `go` statement).
+///
+/// The new task goes to the current P's `runnext`: it runs as soon as the
+/// spawning task yields, unless another P steals it first.
+///
+/// # Panics
+/// Outside a goro runtime (not in a task, not inside `Runtime::block_on`).
+///
+/// ```
+/// let rt = goro::Runtime::builder().procs(2).build().unwrap();
+/// let v = rt.block_on(async { goro::spawn(async { 1 }).await.unwrap() });
+/// assert_eq!(v, 1);
+/// ```
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let sched = current_sched().unwrap_or_else(|| {
+        panic!(
+            "goro::spawn called outside a goro runtime: call it from a goro task or inside \
+             Runtime::block_on, or use Runtime::spawn"
+        )
+    });
+    spawn_on(&sched, future)
+}
+
+/// Yields the P to the other runnable tasks (Go's `runtime.Gosched`).
+///
+/// The task goes to the tail of its P's local queue (Go puts it on the
+/// global queue; the local tail keeps it on its warm P and costs no lock).
+///
+/// ```
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async { goro::yield_now().await });
+/// ```
+pub async fn yield_now() {
+    struct YieldNow(bool);
+    impl Future for YieldNow {
+        type Output = ();
+        fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if self.0 {
+                return Poll::Ready(());
+            }
+            self.0 = true;
+            // Woken while running: the schedule function puts it at the tail.
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+    YieldNow(false).await
+}
 
 /// The spin policy of the runtime this thread belongs to, or the default
 /// outside a runtime.
-pub(crate) fn current_spin_policy() -> policy::SpinPolicy {
-    policy::SpinPolicy::DEFAULT
+#[allow(dead_code)] // used by sync::Mutex
+pub(crate) fn current_spin_policy() -> SpinPolicy {
+    crate::sched::machine::CTX
+        .try_with(|c| {
+            let s = c.sched.get();
+            if s.is_null() {
+                SpinPolicy::DEFAULT
+            } else {
+                // SAFETY: a non-null context pointer is kept alive by its
+                // setter for as long as it is set (see `current_sched`).
+                unsafe { (*s).policy.spin }
+            }
+        })
+        .unwrap_or(SpinPolicy::DEFAULT)
 }

@@ -34,8 +34,9 @@ pub enum SpinPolicy {
         /// Rounds of `sched_yield` after spinning, before parking.
         yield_: u32,
     },
-    /// Spin actively for the whole wait, never yielding the CPU (the behaviour
-    /// seed 000 removed). Waits still end when their own budget does.
+    /// Spin actively, never yielding the CPU (the behaviour seed 000 removed).
+    /// A wait that can park still does so after about 2,000 rounds
+    /// (~100 µs), so that an idle runtime goes to sleep eventually.
     Unbounded,
 }
 

@@ -1,2 +1,272 @@
-//! The scheduler.
+//! The scheduler: Go's G/M/P design with Rust futures as Gs.
+//!
+//! # Goroutine scheduler, goro edition
+//!
+//! The scheduler's job is to distribute ready-to-run tasks over worker
+//! threads. The main concepts, with Go's letters:
+//!
+//! * **G** — a task: one spawned future (`task.rs`).
+//! * **M** — a machine: an OS worker thread running the scheduler loop
+//!   (`machine.rs`).
+//! * **P** — a processor: the right to run tasks, with a local run queue,
+//!   `runnext` and counters (`processor.rs`, `runq.rs`). An M must hold a P
+//!   to run tasks; there are exactly `procs` Ps.
+//!
+//! A task that becomes ready while its waker runs on an M holding a P goes to
+//! that P's `runnext` (or its ring); from anywhere else it goes to the global
+//! queue (`global.rs`). An M looks for work in Go's order (`find.rs`): its
+//! P's local queue (every 61st slice the global queue first), the global
+//! queue, then stealing half of another P's queue (`steal.rs`); when it finds
+//! nothing it gives the P back and sleeps (`idle.rs`, `park.rs`).
+//!
+//! Unlike Go, goro cannot preempt a running task: a future runs until it
+//! returns from `poll`. A `poll` that blocks is the program's bug, but one
+//! slow poll must not stall the tasks queued behind it, so the monitor
+//! thread (`sysmon.rs`) marks a P whose current poll outlasts a slice as
+//! stuck, and thieves drain it. Blocking on purpose goes through
+//! `block_in_place`, which hands the P to another thread first
+//! (`blocking.rs`).
+//!
+//! `Sched` is the global state (Go's `schedt` plus `allp`).
+
 pub(crate) mod backoff;
+pub(crate) mod blocking;
+pub(crate) mod find;
+pub(crate) mod global;
+pub(crate) mod idle;
+pub(crate) mod machine;
+pub(crate) mod park;
+pub(crate) mod processor;
+pub(crate) mod runq;
+pub(crate) mod steal;
+pub(crate) mod sysmon;
+pub(crate) mod task;
+
+use crate::loom::{fence, AtomicBool, AtomicUsize, Ordering};
+use crate::runtime::policy::Policy;
+use crate::stats::{bump, bump_shared, Counters, Stats};
+use crossbeam_utils::CachePadded;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
+
+use global::GlobalQueue;
+use idle::Idle;
+use park::Handoff;
+use processor::Processor;
+use runq::Put;
+use task::{Registry, Runnable};
+
+/// Global scheduler state.
+pub(crate) struct Sched {
+    pub(crate) procs: usize,
+    pub(crate) policy: Policy,
+    pub(crate) ps: Box<[CachePadded<Processor>]>,
+    pub(crate) global: GlobalQueue,
+    pub(crate) idle: Idle,
+    /// Numbers in `1..=procs` coprime with `procs`: strides for visiting all
+    /// Ps in a random order (Go's `randomOrder`).
+    pub(crate) coprimes: Vec<usize>,
+    pub(crate) shutdown: AtomicBool,
+    /// Parked tasks' wakers, for shutdown.
+    pub(crate) registry: Registry,
+    /// Counters for events that happen without a P.
+    pub(crate) counters: CachePadded<Counters>,
+    pub(crate) monitor: sysmon::Monitor,
+    pub(crate) blocking: blocking::BlockingPool,
+    /// Worker threads ever started, and their join handles.
+    pub(crate) threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    pub(crate) nthreads: AtomicUsize,
+    pub(crate) thread_name: String,
+    pub(crate) start: Instant,
+    /// Ourselves, to hand an `Arc` to new threads.
+    pub(crate) me: Weak<Sched>,
+}
+
+impl Sched {
+    pub(crate) fn new(procs: usize, policy: Policy, thread_name: String, schedtrace: Option<std::time::Duration>) -> Arc<Sched> {
+        let coprimes = (1..=procs).filter(|&i| gcd(i, procs) == 1).collect();
+        Arc::new_cyclic(|me| Sched {
+            procs,
+            policy,
+            ps: (0..procs).map(|i| CachePadded::new(Processor::new(i))).collect(),
+            global: GlobalQueue::new(),
+            idle: Idle::new(procs),
+            coprimes,
+            shutdown: AtomicBool::new(false),
+            registry: Registry::new(),
+            counters: CachePadded::new(Counters::default()),
+            monitor: sysmon::Monitor::new(schedtrace),
+            blocking: blocking::BlockingPool::new(),
+            threads: Mutex::new(Vec::new()),
+            nthreads: AtomicUsize::new(0),
+            thread_name,
+            start: Instant::now(),
+            me: me.clone(),
+        })
+    }
+
+    /// Puts every P on the idle list (start-up: no thread runs yet).
+    pub(crate) fn init_idle(&self) {
+        let mut lists = self.idle.lock();
+        for p in (0..self.procs).rev() {
+            self.idle.pidleput(&mut lists, p);
+        }
+    }
+
+    pub(crate) fn is_shutdown(&self) -> bool {
+        // Relaxed: a stale "not yet" only delays a thread by one loop.
+        self.shutdown.load(Ordering::Relaxed)
+    }
+
+    /// The schedule function of every task: where a woken task goes.
+    ///
+    /// On an M holding one of our Ps: that P's `runnext` (unless the task
+    /// woke itself, i.e. yielded, or `runnext` is off), else the global queue.
+    pub(crate) fn schedule(&self, task: Runnable, yielded: bool) {
+        if self.is_shutdown() {
+            // Dropping the Runnable cancels the task and drops its future.
+            drop(task);
+            return;
+        }
+        match machine::current_p(self) {
+            Some(p) => self.runqput(&self.ps[p], task, self.policy.runnext && !yielded),
+            None => self.inject(task),
+        }
+    }
+
+    /// Go's `runqput` + `wakep`, on the current thread's own P.
+    pub(crate) fn runqput(&self, p: &Processor, task: Runnable, next: bool) {
+        match p.runq.put(task, next) {
+            // Runs right after the current poll: waking a thief would only
+            // make it thrash (see idle.rs).
+            Put::Runnext => {}
+            Put::Ring => self.wakep(),
+            Put::Overflow(batch) => {
+                bump(&p.counters.runq_overflows, 1);
+                self.global.push_batch(batch);
+                self.wakep();
+            }
+        }
+    }
+
+    /// Go's `injectglist` for one task: to the global queue, then wake a thread.
+    pub(crate) fn inject(&self, task: Runnable) {
+        self.global.push(task);
+        self.wakep();
+    }
+
+    /// Go's `wakep`: start a spinning M if a P is idle and nobody spins.
+    pub(crate) fn wakep(&self) {
+        // SeqCst fence: the publish side of the publish-fence-check pairing;
+        // the task we just queued is visible to anyone who reads the
+        // counters after us (see idle.rs).
+        fence(Ordering::SeqCst);
+        if !self.idle.try_claim_spinner() {
+            return;
+        }
+        match self.acquire_idle_p() {
+            Some(p) => self.startm(p, true),
+            None => {
+                self.idle.dec_spinning();
+            }
+        }
+    }
+
+    /// Takes a P off the idle list.
+    pub(crate) fn acquire_idle_p(&self) -> Option<usize> {
+        let p = {
+            let mut lists = self.idle.lock();
+            self.idle.pidleget(&mut lists)
+        };
+        if p.is_some() {
+            self.monitor.notify_busy();
+        }
+        p
+    }
+
+    /// Gives P `p` back to the idle list (the caller no longer holds it),
+    /// then re-checks the global queue so a task injected concurrently is
+    /// not stranded (publish-fence-check, idle side).
+    pub(crate) fn release_p(&self, p: usize) {
+        {
+            let mut lists = self.idle.lock();
+            self.idle.pidleput(&mut lists, p);
+        }
+        fence(Ordering::SeqCst);
+        if !self.global.is_empty() {
+            self.wakep();
+        }
+    }
+
+    /// Go's `startm`: runs P `p` on an idle M, or on a new thread.
+    pub(crate) fn startm(&self, p: usize, spinning: bool) {
+        let h = Handoff::P { p, spinning };
+        let m = self.idle.lock().ms.pop();
+        match m {
+            Some(parker) => {
+                bump_shared(&self.counters.unparks, 1);
+                parker.unpark(h);
+            }
+            None => self.spawn_m(h),
+        }
+    }
+
+    fn spawn_m(&self, h: Handoff) {
+        let sched = self.me.upgrade().expect("goro: scheduler dropped while starting a thread");
+        let n = self.nthreads.fetch_add(1, Ordering::Relaxed);
+        bump_shared(&self.counters.threads_started, 1);
+        let spawned = std::thread::Builder::new()
+            .name(format!("{}-m{n}", self.thread_name))
+            .spawn(move || machine::m_main(sched, h));
+        match spawned {
+            Ok(jh) => self.threads.lock().unwrap_or_else(|e| e.into_inner()).push(jh),
+            Err(e) => {
+                // No thread: give the P back so nothing is lost; the work stays
+                // queued for the threads that exist.
+                self.nthreads.fetch_sub(1, Ordering::Relaxed);
+                eprintln!("goro: failed to start a worker thread: {e}");
+                if let Handoff::P { p, spinning } = h {
+                    if spinning {
+                        self.idle.dec_spinning();
+                    }
+                    let mut lists = self.idle.lock();
+                    self.idle.pidleput(&mut lists, p);
+                }
+            }
+        }
+    }
+
+    /// Go's `handoffp`: the current M gives up P `p` (it is about to block).
+    pub(crate) fn handoffp(&self, p: usize) {
+        bump_shared(&self.counters.handoffs, 1);
+        if !self.ps[p].runq.is_empty() || !self.global.is_empty() {
+            self.startm(p, false);
+            return;
+        }
+        // No work, but make sure someone will look for work that arrives.
+        if self.idle.nmspinning() + self.idle.npidle() == 0 && self.idle.claim_first_spinner() {
+            self.startm(p, true);
+            return;
+        }
+        self.release_p(p);
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let mut s = Stats::default();
+        for p in self.ps.iter() {
+            p.counters.add_to(&mut s);
+        }
+        self.counters.add_to(&mut s);
+        s
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+pub(crate) use machine::NO_P;

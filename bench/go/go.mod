@@ -1,0 +1,3 @@
+module goro/bench/go
+
+go 1.22

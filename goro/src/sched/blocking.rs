@@ -1,0 +1,188 @@
+//! Blocking inside and beside the runtime.
+//!
+//! * [`block_in_place`] is Go's `entersyscall`/`handoffp`: the calling M gives
+//!   its P to another M (or to the idle list when there is no work for it)
+//!   *before* running the blocking closure, so the other tasks of that P keep
+//!   running; afterwards it takes an idle P if there is one, or finishes the
+//!   current poll without a P (whatever it spawns or wakes meanwhile goes to
+//!   the global queue) and then parks as a spare M. Go hands the P off lazily
+//!   (sysmon retakes it after 20 µs in a syscall); we know the call will
+//!   block, so we hand off at once.
+//! * [`spawn_blocking`] runs a closure on a separate pool of threads that
+//!   never hold a P (tokio's blocking pool). Threads are started on demand,
+//!   up to [`MAX_BLOCKING_THREADS`], and exit after [`KEEP_ALIVE`] idle, so an
+//!   idle process keeps no spare thread waking up.
+
+use crate::loom::Ordering;
+use crate::sched::machine::{current_p, current_sched, CTX};
+use crate::sched::task::{new_task_with, JoinHandle, Runnable};
+use crate::sched::{Sched, NO_P};
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// Most threads in the blocking pool; more closures wait in its queue.
+pub const MAX_BLOCKING_THREADS: usize = 512;
+/// An idle blocking-pool thread exits after this long.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// Runs `f`, which may block, without stalling the other tasks of this P.
+///
+/// On a worker thread the P is handed to another thread for the duration of
+/// `f`; anywhere else `f` simply runs. If `f` panics, the panic propagates
+/// to the caller and the P has already been handed off, so the runtime loses
+/// nothing.
+///
+/// ```
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// let n = rt.block_on(async {
+///     goro::spawn(async {
+///         goro::block_in_place(|| std::fs::read_dir(".").map(|d| d.count()).unwrap_or(0))
+///     })
+///     .await
+///     .unwrap()
+/// });
+/// assert!(n > 0);
+/// ```
+pub fn block_in_place<F, R>(f: F) -> R
+where
+    F: FnOnce() -> R,
+{
+    let Some(sched) = current_sched() else { return f() };
+    let Some(p) = current_p(&sched) else { return f() };
+    CTX.with(|c| c.p.set(NO_P));
+    sched.handoffp(p);
+
+    /// Takes an idle P back when `f` returns or unwinds.
+    struct Reacquire(Arc<Sched>);
+    impl Drop for Reacquire {
+        fn drop(&mut self) {
+            if let Some(p) = self.0.acquire_idle_p() {
+                self.0.ps[p].stuck.store(false, Ordering::Relaxed);
+                CTX.with(|c| c.p.set(p));
+            }
+        }
+    }
+    let _reacquire = Reacquire(sched);
+    f()
+}
+
+/// Runs `f` on the blocking thread pool and returns a handle to its result.
+///
+/// Outside a runtime this panics, as [`crate::spawn`] does.
+///
+/// ```
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// let v = rt.block_on(async { goro::spawn_blocking(|| 2 + 2).await.unwrap() });
+/// assert_eq!(v, 4);
+/// ```
+pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let sched = current_sched().unwrap_or_else(|| {
+        panic!("goro::spawn_blocking called outside a goro runtime; call it from a task or inside Runtime::block_on")
+    });
+    spawn_blocking_on(&sched, f)
+}
+
+pub(crate) fn spawn_blocking_on<F, R>(sched: &Arc<Sched>, f: F) -> JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let s = sched.clone();
+    let (runnable, handle) = new_task_with(sched, async move { f() }, move |r: Runnable, _| s.blocking.push(&s, r));
+    runnable.schedule();
+    handle
+}
+
+pub(crate) struct BlockingPool {
+    state: Mutex<PoolState>,
+    cv: Condvar,
+}
+
+struct PoolState {
+    queue: VecDeque<Runnable>,
+    threads: usize,
+    /// Threads waiting for work.
+    idle: usize,
+    /// Wakeups sent to idle threads and not yet consumed.
+    notified: usize,
+    shutdown: bool,
+}
+
+impl BlockingPool {
+    pub(crate) fn new() -> BlockingPool {
+        BlockingPool {
+            state: Mutex::new(PoolState { queue: VecDeque::new(), threads: 0, idle: 0, notified: 0, shutdown: false }),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn push(&self, sched: &Arc<Sched>, task: Runnable) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.shutdown {
+            drop(st);
+            drop(task); // cancels it: the JoinHandle reports Cancelled
+            return;
+        }
+        st.queue.push_back(task);
+        if st.idle > st.notified {
+            st.notified += 1;
+            drop(st);
+            self.cv.notify_one();
+            return;
+        }
+        if st.threads < MAX_BLOCKING_THREADS {
+            st.threads += 1;
+            let n = st.threads;
+            drop(st);
+            let s = sched.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("{}-blocking{n}", sched.thread_name))
+                .spawn(move || s.blocking.worker());
+            if let Err(e) = spawned {
+                eprintln!("goro: failed to start a blocking-pool thread: {e}");
+                self.state.lock().unwrap_or_else(|e| e.into_inner()).threads -= 1;
+            }
+        }
+    }
+
+    fn worker(&self) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(task) = st.queue.pop_front() {
+                drop(st);
+                task.run();
+                st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            if st.shutdown {
+                break;
+            }
+            st.idle += 1;
+            let (s, res) = self.cv.wait_timeout(st, KEEP_ALIVE).unwrap_or_else(|e| e.into_inner());
+            st = s;
+            st.idle -= 1;
+            st.notified = st.notified.saturating_sub(1);
+            if res.timed_out() && st.queue.is_empty() {
+                break;
+            }
+        }
+        st.threads -= 1;
+    }
+
+    /// Stops accepting work, wakes idle threads so they exit, and drops
+    /// closures that have not started. Running closures finish on their own.
+    pub(crate) fn shutdown(&self) {
+        let queued: Vec<Runnable> = {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.shutdown = true;
+            st.queue.drain(..).collect()
+        };
+        self.cv.notify_all();
+        drop(queued);
+    }
+}

@@ -1,0 +1,126 @@
+//! Finding the next task to run (Go's `findRunnable`).
+//!
+//! In Go's order:
+//!
+//! 1. (timers: with the timer module)
+//! 2. every 61st slice, the global queue first, so that a P busy with its own
+//!    local work still serves tasks injected from outside;
+//! 3. the local queue (`runnext`, then the ring);
+//! 4. the global queue, a batch;
+//! 5. (non-blocking netpoll: with the poller)
+//! 6. stealing, if this M is spinning or fewer than half the busy Ps spin;
+//!    a spinning M that finds nothing backs off briefly (spin, then yield,
+//!    per `Policy::spin`) and tries again before giving up;
+//! 7. give the P back, stop spinning, and re-check every source (the idle
+//!    side of the publish-fence-check pairing, see `idle.rs`); if something
+//!    turned up, take an idle P and start over;
+//! 8. park (the caller, `stopm`).
+//!
+//! Only the slow path (from step 4 on) is timed, for the
+//! `find_runnable_ns` counter, so the fast path never reads the clock.
+
+use crate::loom::{fence, Ordering};
+use crate::sched::backoff::Snooze;
+use crate::sched::machine::Machine;
+use crate::sched::task::Runnable;
+use crate::stats::{bump, bump_shared};
+use std::time::Instant;
+
+/// Every this many slices the global queue is checked before the local one.
+const GLOBAL_FAIRNESS_TICK: u64 = 61;
+
+impl Machine {
+    /// Returns a task to run with the P still held (the bool: it inherits the
+    /// time slice), or `None` after giving the P back.
+    pub(crate) fn find_runnable(&mut self) -> Option<(Runnable, bool)> {
+        let pid = self.p();
+        let p = &self.sched.ps[pid];
+        // Relaxed: schedtick is written only by this thread.
+        if p.schedtick.load(Ordering::Relaxed) % GLOBAL_FAIRNESS_TICK == 0 && !self.sched.global.is_empty() {
+            if let Some((t, _)) = self.sched.global.take_batch(self.sched.procs, 0, 1) {
+                bump(&p.counters.global_tasks, 1);
+                return Some((t, false));
+            }
+        }
+        if let Some(found) = p.runq.get(self.inherited >= crate::sched::machine::INHERIT_MAX) {
+            return Some(found);
+        }
+        let start = Instant::now();
+        let found = self.find_slow();
+        bump_shared(&self.sched.counters.find_runnable_ns, start.elapsed().as_nanos() as u64);
+        found
+    }
+
+    fn find_slow(&mut self) -> Option<(Runnable, bool)> {
+        let sched = self.sched.clone();
+        let mut backoff = self.backoff();
+        'top: loop {
+            let pid = self.p();
+            let p = &sched.ps[pid];
+            if let Some(t) = p.runq.get(false) {
+                return Some(t);
+            }
+            if let Some((t, rest)) = sched.global.take_batch(sched.procs, p.runq.free(), usize::MAX) {
+                bump(&p.counters.global_batches, 1);
+                bump(&p.counters.global_tasks, 1 + rest.len() as u64);
+                p.runq.put_batch(rest);
+                return Some((t, false));
+            }
+            let busy = sched.procs - sched.idle.npidle();
+            if self.spinning || 2 * sched.idle.nmspinning() < busy {
+                self.become_spinning();
+                if let Some(t) = self.steal_work() {
+                    return Some((t, false));
+                }
+                // Seed 000: look again for a few microseconds (spinning, then
+                // yielding) before paying for a park and a later wake.
+                match backoff.snooze() {
+                    Snooze::Spun => {
+                        bump(&p.counters.spins, 1);
+                        continue 'top;
+                    }
+                    Snooze::Yielded => {
+                        bump(&p.counters.yields, 1);
+                        continue 'top;
+                    }
+                    Snooze::Done => {}
+                }
+            }
+
+            // Give up the P.
+            let was_spinning = self.spinning;
+            let pid = self.dropp();
+            {
+                let mut lists = sched.idle.lock();
+                sched.idle.pidleput(&mut lists, pid);
+            }
+            if was_spinning {
+                self.spinning = false;
+                sched.idle.dec_spinning();
+            }
+            // SeqCst fence: the idle side of publish-fence-check. Any task
+            // published before a publisher read our npidle/nmspinning
+            // updates as "nobody to wake" is visible to the checks below.
+            fence(Ordering::SeqCst);
+            let work = !sched.global.is_empty() || (was_spinning && self.any_local_work());
+            if work {
+                if let Some(p) = sched.acquire_idle_p() {
+                    self.acquirep(p);
+                    self.become_spinning();
+                    backoff = self.backoff();
+                    continue 'top;
+                }
+            }
+            return None;
+        }
+    }
+
+    /// Go's `checkRunqsNoP`: is there a P with queued work?
+    fn any_local_work(&self) -> bool {
+        let sched = &self.sched;
+        sched.ps.iter().enumerate().any(|(i, p)| {
+            !(sched.policy.idle_mask && sched.idle.is_idle(i)) && !p.runq.is_empty()
+        })
+    }
+}
+

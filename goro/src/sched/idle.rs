@@ -1,0 +1,135 @@
+//! Who is idle, who is spinning: the idle P list, the idle-P mask, the idle M
+//! list and the spinning-M count (Go's `sched.pidle`, `idlepMask`,
+//! `sched.midle`, `sched.nmspinning`).
+//!
+//! # Worker parking and unparking (Go's "delicate dance")
+//!
+//! We want enough running threads to use the available parallelism, and no
+//! more: no thread should burn CPU looking for work that is not there, and no
+//! runnable task should wait while a P sits idle. The rule, as in Go:
+//!
+//! * A thread is woken (`wakep`) when work is published, a P is idle, and no
+//!   thread is already spinning (looking for work). The woken thread spins.
+//! * A spinning thread that finds work stops spinning and calls `wakep`, so
+//!   the next arrival has a spinner ready ("the last spinner wakes a
+//!   replacement"); at most half the busy Ps may spin at once.
+//! * A spinning thread that finds nothing gives up its P, *then* decrements
+//!   `nmspinning`, *then* re-checks every run queue and the global queue.
+//!
+//! The last two rules pair up: a publisher stores its task, issues a SeqCst
+//! fence, then reads `npidle`/`nmspinning`; the thread going idle stores
+//! `npidle`/`nmspinning`, issues a SeqCst fence, then reads the queues. With
+//! both fences, at least one side sees the other's write, so a task published
+//! while every thread is going to sleep is always picked up (the loom model
+//! `loom_park` checks this).
+//!
+//! goro departs from Go in one place: a task put into an *empty* `runnext`
+//! does not call `wakep`. It will run on this P as soon as the current poll
+//! returns, so waking a thread to steal it would only create the thrashing
+//! seed 004 removes (and cost a futex wake per hop of a ping-pong). If the
+//! current poll does not return within a slice, the monitor marks the P stuck
+//! and calls `wakep` itself (see `sysmon.rs`).
+//!
+//! The idle mask (seed 002) has one bit per P, set while the P is in the idle
+//! list; thieves skip those Ps without touching their run queues. It is only
+//! updated at idle transitions, which are rare compared to steals.
+
+use crate::loom::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sched::park::Parker;
+use std::sync::Arc;
+
+/// The lists protected by the idle lock.
+pub(crate) struct IdleLists {
+    /// Idle Ps, used as a stack (the most recently idled P is warmest).
+    pub(crate) ps: Vec<usize>,
+    /// Idle Ms (parked worker threads), a stack.
+    pub(crate) ms: Vec<Arc<Parker>>,
+}
+
+pub(crate) struct Idle {
+    lists: Mutex<IdleLists>,
+    /// Length of `lists.ps`, readable without the lock.
+    npidle: AtomicUsize,
+    /// Number of spinning Ms (looking for work while holding a P, or woken to).
+    nmspinning: AtomicUsize,
+    /// Bit i set while P i is idle.
+    mask: Box<[AtomicU64]>,
+}
+
+impl Idle {
+    pub(crate) fn new(procs: usize) -> Idle {
+        Idle {
+            lists: Mutex::new(IdleLists { ps: Vec::with_capacity(procs), ms: Vec::new() }),
+            npidle: AtomicUsize::new(0),
+            nmspinning: AtomicUsize::new(0),
+            mask: (0..procs.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, IdleLists> {
+        self.lists.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Puts P `p` on the idle list. Caller holds the lock.
+    pub(crate) fn pidleput(&self, lists: &mut IdleLists, p: usize) {
+        lists.ps.push(p);
+        // Relaxed: the mask is a hint for thieves; the SeqCst npidle store
+        // below is what the wake protocol relies on.
+        self.mask[p / 64].fetch_or(1 << (p % 64), Ordering::Relaxed);
+        // SeqCst: one half of the publish-fence-check pairing (module docs).
+        self.npidle.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Takes an idle P. Caller holds the lock.
+    pub(crate) fn pidleget(&self, lists: &mut IdleLists) -> Option<usize> {
+        let p = lists.ps.pop()?;
+        self.mask[p / 64].fetch_and(!(1 << (p % 64)), Ordering::Relaxed);
+        self.npidle.fetch_sub(1, Ordering::SeqCst);
+        Some(p)
+    }
+
+    pub(crate) fn npidle(&self) -> usize {
+        self.npidle.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn nmspinning(&self) -> usize {
+        self.nmspinning.load(Ordering::SeqCst)
+    }
+
+    /// Whether P `p` is idle according to the mask.
+    pub(crate) fn is_idle(&self, p: usize) -> bool {
+        self.mask[p / 64].load(Ordering::Relaxed) & (1 << (p % 64)) != 0
+    }
+
+    /// First half of `wakep`: claims the right to start a spinning M.
+    /// Returns false if a P is not idle or a thread already spins.
+    pub(crate) fn try_claim_spinner(&self) -> bool {
+        // SeqCst: the reads of the publish-fence-check pairing.
+        self.npidle.load(Ordering::SeqCst) != 0
+            && self.nmspinning.load(Ordering::SeqCst) == 0
+            && self
+                .nmspinning
+                .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+    }
+
+    /// Claims a spinner slot if none is taken, whether or not a P is idle
+    /// (`handoffp`: the P being handed off is the one the spinner will hold).
+    pub(crate) fn claim_first_spinner(&self) -> bool {
+        self.nmspinning
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    /// Counts one more spinning M (an M that starts looking for work).
+    pub(crate) fn inc_spinning(&self) {
+        self.nmspinning.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Counts one spinning M less; returns the count left.
+    pub(crate) fn dec_spinning(&self) -> usize {
+        let prev = self.nmspinning.fetch_sub(1, Ordering::SeqCst);
+        assert!(prev > 0, "goro: nmspinning underflow (scheduler bug)");
+        prev - 1
+    }
+}

@@ -1,0 +1,265 @@
+//! M: a worker thread and its scheduler loop (Go's `mstart`, `schedule`,
+//! `execute`, `stopm`).
+//!
+//! An M alternates between two states: holding a P and running the loop
+//! "find a task, poll it", or parked on the idle M list without a P. It is
+//! started by `startm` with a P (and told whether it counts as spinning),
+//! and it parks when `find_runnable` gives the P back.
+//!
+//! The thread-local [`Ctx`] says which runtime and which P the current thread
+//! runs for; the schedule function of every task reads it to decide between
+//! the local queue (we hold a P of the task's runtime) and the global queue.
+//!
+//! Time slices: a task taken from `runnext` inherits the slice of the task
+//! that readied it, so a pair of tasks that wake each other run back to back
+//! without counting as new slices. The M bounds the inheritance by count
+//! ([`INHERIT_MAX`]) rather than by reading the clock on every poll: after
+//! that many inherited polls the ring is served first and the next poll
+//! starts a new slice. (A clock read costs ~20 ns per poll, as much as a
+//! whole ping-pong hop's scheduling; a counter costs nothing.)
+
+use crate::loom::Ordering;
+use crate::sched::backoff::Backoff;
+use crate::sched::park::{Handoff, Parker};
+use crate::sched::task::Runnable;
+use crate::sched::Sched;
+use crate::stats::{bump, bump_shared};
+use std::cell::Cell;
+use std::ptr;
+use std::sync::Arc;
+
+/// "No P held".
+pub(crate) const NO_P: usize = usize::MAX;
+
+/// Most consecutive `runnext` polls that share one time slice.
+pub(crate) const INHERIT_MAX: u32 = 32;
+
+/// What the current thread runs for.
+pub(crate) struct Ctx {
+    /// The runtime this thread works for (an M, or a `block_on` caller), or
+    /// null. Valid while set: the setter holds an `Arc<Sched>`.
+    pub(crate) sched: Cell<*const Sched>,
+    /// The P this thread holds, or `NO_P`.
+    pub(crate) p: Cell<usize>,
+}
+
+thread_local! {
+    pub(crate) static CTX: Ctx = const { Ctx { sched: Cell::new(ptr::null()), p: Cell::new(NO_P) } };
+}
+
+/// The P the current thread holds in `sched`, if any.
+#[inline]
+pub(crate) fn current_p(sched: &Sched) -> Option<usize> {
+    CTX.try_with(|c| {
+        if ptr::eq(c.sched.get(), sched) && c.p.get() != NO_P {
+            Some(c.p.get())
+        } else {
+            None
+        }
+    })
+    .ok()
+    .flatten()
+}
+
+/// The runtime the current thread works for, as a new `Arc`.
+pub(crate) fn current_sched() -> Option<Arc<Sched>> {
+    let p = CTX.try_with(|c| c.sched.get()).ok()?;
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `p` came from `Arc::as_ptr` of an Arc that the thread-local's
+    // setter keeps alive until it clears the pointer, which it does before
+    // dropping that Arc; so the count is at least one here.
+    unsafe {
+        Arc::increment_strong_count(p);
+        Some(Arc::from_raw(p))
+    }
+}
+
+/// One worker thread's private state.
+pub(crate) struct Machine {
+    pub(crate) sched: Arc<Sched>,
+    pub(crate) parker: Arc<Parker>,
+    /// Counted in `nmspinning`.
+    pub(crate) spinning: bool,
+    /// Consecutive polls that inherited the slice.
+    pub(crate) inherited: u32,
+    pub(crate) rng: u64,
+}
+
+impl Machine {
+    /// The P this M holds (`NO_P` if none).
+    #[inline]
+    pub(crate) fn p(&self) -> usize {
+        CTX.with(|c| c.p.get())
+    }
+
+    pub(crate) fn acquirep(&mut self, p: usize) {
+        CTX.with(|c| c.p.set(p));
+        self.sched.ps[p].stuck.store(false, Ordering::Relaxed);
+    }
+
+    /// Forgets the P (it has been given away or put on the idle list).
+    pub(crate) fn dropp(&mut self) -> usize {
+        CTX.with(|c| c.p.replace(NO_P))
+    }
+
+    pub(crate) fn next_rand(&mut self) -> u64 {
+        // xorshift64*: cheap, per thread, good enough for victim order.
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Stops spinning after finding work; the last spinner wakes a replacement
+    /// (Go's `resetspinning`).
+    pub(crate) fn reset_spinning(&mut self) {
+        self.spinning = false;
+        self.sched.idle.dec_spinning();
+        self.sched.wakep();
+    }
+
+    pub(crate) fn become_spinning(&mut self) {
+        if !self.spinning {
+            self.spinning = true;
+            self.sched.idle.inc_spinning();
+        }
+    }
+
+    /// Go's `schedule` loop while holding a P. Returns when the P is gone.
+    fn schedule_loop(&mut self) {
+        loop {
+            if self.sched.is_shutdown() {
+                let p = self.dropp();
+                if self.spinning {
+                    self.spinning = false;
+                    self.sched.idle.dec_spinning();
+                }
+                let mut lists = self.sched.idle.lock();
+                self.sched.idle.pidleput(&mut lists, p);
+                return;
+            }
+            let Some((task, inherit)) = self.find_runnable() else {
+                return; // the P went back to the idle list
+            };
+            if self.spinning {
+                self.reset_spinning();
+            }
+            self.execute(task, inherit);
+            if self.p() == NO_P {
+                // `block_in_place` gave the P away and could not get one back.
+                match self.sched.acquire_idle_p() {
+                    Some(p) => self.acquirep(p),
+                    None => return,
+                }
+            }
+        }
+    }
+
+    /// Go's `execute`: polls one task on the current P.
+    fn execute(&mut self, task: Runnable, inherit: bool) {
+        let p = &self.sched.ps[self.p()];
+        let inherit = inherit && self.inherited < INHERIT_MAX;
+        if inherit {
+            self.inherited += 1;
+            bump(&p.counters.runnext_hits, 1);
+        } else {
+            self.inherited = 0;
+            bump(&p.schedtick, 1);
+        }
+        bump(&p.counters.tasks_polled, 1);
+        task.run();
+        // The P may have changed hands inside the poll (block_in_place).
+        let pid = self.p();
+        if pid != NO_P {
+            let p = &self.sched.ps[pid];
+            if p.is_stuck() {
+                p.stuck.store(false, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Go's `stopm`: park on the idle M list until handed a P (or told to exit).
+    fn stopm(&mut self) -> Handoff {
+        {
+            let mut lists = self.sched.idle.lock();
+            // Checked under the idle lock: shutdown sets the flag, then takes
+            // the lock to wake every M on the list, so we either see the flag
+            // or get woken.
+            if self.sched.is_shutdown() {
+                return Handoff::Exit;
+            }
+            lists.ms.push(self.parker.clone());
+        }
+        bump_shared(&self.sched.counters.parks, 1);
+        loop {
+            if let Some(h) = self.parker.park(None) {
+                return h;
+            }
+        }
+    }
+
+    /// A short bounded wait between fruitless searches (seed 000).
+    pub(crate) fn backoff(&self) -> Backoff {
+        Backoff::new(self.sched.policy.spin)
+    }
+}
+
+/// The body of a worker thread.
+pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
+    CTX.with(|c| c.sched.set(Arc::as_ptr(&sched)));
+    let seed = {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(sched.nthreads.load(Ordering::Relaxed));
+        h.finish() | 1
+    };
+    let mut m = Machine { sched, parker: Arc::new(Parker::new()), spinning: false, inherited: 0, rng: seed };
+    let mut next = Some(first);
+    loop {
+        let h = match next.take() {
+            Some(h) => h,
+            None => m.stopm(),
+        };
+        match h {
+            Handoff::Exit => break,
+            Handoff::P { p, spinning } => {
+                m.acquirep(p);
+                m.spinning = spinning;
+                m.schedule_loop();
+            }
+        }
+    }
+    CTX.with(|c| {
+        c.p.set(NO_P);
+        c.sched.set(ptr::null());
+    });
+}
+
+/// Sets the thread's runtime for the life of the guard (a `block_on` caller).
+pub(crate) struct EnterGuard {
+    prev: *const Sched,
+    _sched: Arc<Sched>,
+}
+
+impl EnterGuard {
+    pub(crate) fn enter(sched: Arc<Sched>) -> EnterGuard {
+        let prev = CTX.with(|c| c.sched.replace(Arc::as_ptr(&sched)));
+        EnterGuard { prev, _sched: sched }
+    }
+}
+
+impl Drop for EnterGuard {
+    fn drop(&mut self) {
+        CTX.with(|c| c.sched.set(self.prev));
+    }
+}
+
+/// True if the current thread is a worker of some runtime (it holds or may
+/// hold a P); blocking such a thread outside `block_in_place` stalls a P.
+pub(crate) fn on_worker_thread() -> bool {
+    CTX.try_with(|c| c.p.get() != NO_P).unwrap_or(false)
+}

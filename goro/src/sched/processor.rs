@@ -1,0 +1,50 @@
+//! P: the right to run tasks.
+//!
+//! A P owns a local run queue with `runnext` and per-P counters (later also a
+//! timer heap and pool slots). There are exactly `procs` of them; a thread
+//! must hold one to run tasks, which is what bounds parallelism to `procs`
+//! however many threads exist (some may be blocked in `block_in_place`).
+//!
+//! Fields written by the owner only are atomics so that thieves, the monitor
+//! and `stats()` can read them; the owner uses relaxed single-writer updates.
+
+use crate::loom::{AtomicBool, AtomicU64, Ordering};
+use crate::sched::runq::RunQueue;
+use crate::stats::Counters;
+
+pub(crate) struct Processor {
+    pub(crate) id: usize,
+    pub(crate) runq: RunQueue,
+    /// Incremented by the owner at the start of every new time slice (a task
+    /// taken from `runnext` inherits the slice and does not count). The
+    /// monitor sees a P whose tick has not moved for a slice as stuck.
+    pub(crate) schedtick: AtomicU64,
+    /// Set by the monitor when the current poll has run longer than a slice
+    /// while the P has queued work; thieves then take its `runnext` without
+    /// pausing. Cleared by the owner when the poll returns.
+    pub(crate) stuck: AtomicBool,
+    /// The monitor's last observation of `schedtick` and when (ns since the
+    /// runtime started). Written by the monitor only.
+    pub(crate) mon_tick: AtomicU64,
+    pub(crate) mon_when: AtomicU64,
+    pub(crate) counters: Counters,
+}
+
+impl Processor {
+    pub(crate) fn new(id: usize) -> Processor {
+        Processor {
+            id,
+            runq: RunQueue::new(),
+            schedtick: AtomicU64::new(0),
+            stuck: AtomicBool::new(false),
+            mon_tick: AtomicU64::new(0),
+            mon_when: AtomicU64::new(0),
+            counters: Counters::default(),
+        }
+    }
+
+    pub(crate) fn is_stuck(&self) -> bool {
+        // Relaxed: a hint; a stale read only delays or repeats a pause.
+        self.stuck.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,492 @@
+//! The per-P local run queue: a fixed ring of task pointers plus `runnext`.
+//!
+//! This is Go's `p.runq` / `p.runnext` (`runqput`, `runqget`, `runqgrab`,
+//! `runqsteal` in `proc.go`).
+//!
+//! Shape and invariants:
+//!
+//! * One producer, many consumers. Only the thread that owns the P pushes
+//!   (`put`, and `steal_into` which fills the thief's *own* ring); the owner
+//!   and any thief consume by advancing `head` with a CAS. `tail` is written by
+//!   the owner only and published with `Release`.
+//! * Slots are `AtomicPtr`s. A thief copies the pointers of `[head, head+n)`
+//!   *before* its CAS claims them; if the owner had meanwhile reused one of
+//!   those slots, `head` must have moved past it, so the CAS fails and the copy
+//!   is discarded. Atomic slots make that speculative read a plain (relaxed)
+//!   load instead of a data race; on x86 it costs nothing.
+//! * `head` and `tail` are free-running `u32`s; `tail - head` is the length
+//!   (wrapping arithmetic) and never exceeds the capacity.
+//! * `runnext` holds at most one task that should run next (seed 004). The
+//!   owner swaps it in; a thief may take it only on its last steal pass and,
+//!   if the owner is running, only after a short pause, so that a pair of tasks
+//!   that wake each other keeps running on one P instead of thrashing between
+//!   Ps. A task taken from `runnext` inherits the current time slice.
+//! * A full ring moves its older half plus the new task to the global queue in
+//!   one batch (`put_slow`), so a burst of spawns costs one lock, not 128.
+//!
+//! Ownership: a pointer in the ring or in `runnext` is an owned
+//! `async_task::Runnable` turned into a raw pointer. Exactly one party turns it
+//! back: the one whose CAS removed it from the queue.
+//!
+//! Rejected: a Chase-Lev deque (LIFO for the owner hurts fairness and Go's
+//! FIFO + `runnext` gets the locality win without it) and a lock per queue
+//! (a steal would block the owner's fast path).
+
+use crate::loom::{AtomicPtr, AtomicU32, Ordering};
+use crate::sched::task::Runnable;
+use std::ptr;
+
+/// Ring capacity. Go uses 256; loom models use 4 so that overflow is reachable.
+#[cfg(not(loom))]
+pub(crate) const RING_SIZE: usize = 256;
+#[cfg(loom)]
+pub(crate) const RING_SIZE: usize = 4;
+
+const MASK: u32 = RING_SIZE as u32 - 1;
+
+/// A P's local run queue.
+pub(crate) struct RunQueue {
+    /// Next slot to consume. Advanced by CAS by the owner and thieves.
+    head: AtomicU32,
+    /// Next slot to fill. Written only by the owner.
+    tail: AtomicU32,
+    buf: Box<[AtomicPtr<()>]>,
+    /// The task to run next, or null.
+    runnext: AtomicPtr<()>,
+}
+
+/// Where `RunQueue::put` left a task.
+pub(crate) enum Put {
+    /// Into an empty `runnext`: it runs when the current poll returns, so no
+    /// other thread needs waking.
+    Runnext,
+    /// Into the ring (or `runnext`, displacing its occupant to the ring).
+    Ring,
+    /// The ring was full: the older half plus the new task, oldest first,
+    /// must move to the global queue in one batch.
+    Overflow(Vec<Runnable>),
+}
+
+impl RunQueue {
+    pub(crate) fn new() -> RunQueue {
+        RunQueue {
+            head: AtomicU32::new(0),
+            tail: AtomicU32::new(0),
+            buf: (0..RING_SIZE).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+            runnext: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Number of tasks in the ring, not counting `runnext`. Racy when called
+    /// by a non-owner; used only for heuristics and stats.
+    pub(crate) fn len(&self) -> usize {
+        let h = self.head.load(Ordering::Acquire);
+        let t = self.tail.load(Ordering::Acquire);
+        t.wrapping_sub(h).min(RING_SIZE as u32) as usize
+    }
+
+    /// True if neither the ring nor `runnext` holds a task. Racy by nature:
+    /// "empty" can be stale by the time the caller acts on it, which the
+    /// callers' publish-fence-check protocol accounts for.
+    pub(crate) fn is_empty(&self) -> bool {
+        // Go's runqempty: read head, tail, runnext, then re-read tail so that a
+        // task moving from runnext to the ring between our reads is not missed.
+        loop {
+            let h = self.head.load(Ordering::Acquire);
+            let t = self.tail.load(Ordering::Acquire);
+            let next = self.runnext.load(Ordering::Acquire);
+            if t == self.tail.load(Ordering::Acquire) {
+                return h == t && next.is_null();
+            }
+        }
+    }
+
+    pub(crate) fn has_runnext(&self) -> bool {
+        !self.runnext.load(Ordering::Acquire).is_null()
+    }
+
+    /// Owner only. Puts `task` on the queue: into `runnext` if `next`, bumping
+    /// the previous occupant to the tail; else at the tail. On overflow returns
+    /// the batch that must go to the global queue.
+    pub(crate) fn put(&self, task: Runnable, next: bool) -> Put {
+        let mut task = task.into_raw().as_ptr();
+        if next {
+            // AcqRel: Release publishes the task's state to a thief that takes
+            // it from runnext; Acquire pairs with the thief's/owner's swap-out.
+            let old = self.runnext.swap(task, Ordering::AcqRel);
+            if old.is_null() {
+                return Put::Runnext;
+            }
+            task = old;
+        }
+        match self.put_tail(task) {
+            None => Put::Ring,
+            Some(batch) => Put::Overflow(batch),
+        }
+    }
+
+    /// Owner only. Puts at the tail; returns the overflow batch if full.
+    fn put_tail(&self, task: *mut ()) -> Option<Vec<Runnable>> {
+        loop {
+            // Acquire: pairs with the Release CAS of consumers, so the slot we
+            // are about to overwrite has been read by whoever consumed it.
+            let h = self.head.load(Ordering::Acquire);
+            // Relaxed: only this thread writes tail.
+            let t = self.tail.load(Ordering::Relaxed);
+            if t.wrapping_sub(h) < RING_SIZE as u32 {
+                self.buf[(t & MASK) as usize].store(task, Ordering::Relaxed);
+                // Release: publishes the slot write to consumers that Acquire tail.
+                self.tail.store(t.wrapping_add(1), Ordering::Release);
+                return None;
+            }
+            if let Some(batch) = self.put_slow(task, h, t) {
+                return Some(batch);
+            }
+            // A consumer raced us; there is room now.
+        }
+    }
+
+    /// Owner only, ring full: claim the older half with one CAS and return it
+    /// with `task` appended. `None` if a consumer moved `head` first.
+    fn put_slow(&self, task: *mut (), h: u32, t: u32) -> Option<Vec<Runnable>> {
+        let n = t.wrapping_sub(h) / 2;
+        debug_assert_eq!(n as usize, RING_SIZE / 2, "put_slow on a ring that is not full");
+        let mut batch: Vec<*mut ()> = Vec::with_capacity(n as usize + 1);
+        for i in 0..n {
+            batch.push(self.buf[(h.wrapping_add(i) & MASK) as usize].load(Ordering::Relaxed));
+        }
+        // Release: pairs with the owner's Acquire of head before reusing slots.
+        if self
+            .head
+            .compare_exchange(h, h.wrapping_add(n), Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        batch.push(task);
+        // SAFETY: our CAS removed exactly these pointers from the ring, and each
+        // came from `Runnable::into_raw` in `put`; nobody else can reclaim them.
+        Some(batch.into_iter().map(|p| unsafe { Runnable::from_raw(nn(p)) }).collect())
+    }
+
+    /// Owner only. Pushes a batch (oldest first) taken from the global queue,
+    /// which must fit: the caller takes at most the free space.
+    pub(crate) fn put_batch(&self, tasks: impl IntoIterator<Item = Runnable>) {
+        // Relaxed: only this thread writes tail.
+        let mut t = self.tail.load(Ordering::Relaxed);
+        for task in tasks {
+            debug_assert!(t.wrapping_sub(self.head.load(Ordering::Acquire)) < RING_SIZE as u32);
+            self.buf[(t & MASK) as usize].store(task.into_raw().as_ptr(), Ordering::Relaxed);
+            t = t.wrapping_add(1);
+        }
+        // Release: publishes all the slot writes at once.
+        self.tail.store(t, Ordering::Release);
+    }
+
+    /// Free slots in the ring (owner's view: exact lower bound).
+    pub(crate) fn free(&self) -> usize {
+        RING_SIZE - self.len()
+    }
+
+    /// Owner only. Takes the next task: `runnext` first (the bool is `true`:
+    /// it inherits the time slice), else the head of the ring. With
+    /// `skip_runnext`, the ring comes first (used to bound slice inheritance).
+    pub(crate) fn get(&self, skip_runnext: bool) -> Option<(Runnable, bool)> {
+        if !skip_runnext {
+            if let Some(task) = self.take_runnext() {
+                return Some((task, true));
+            }
+        }
+        loop {
+            // Acquire: pairs with other consumers' Release CAS.
+            let h = self.head.load(Ordering::Acquire);
+            // Relaxed: only this thread writes tail.
+            let t = self.tail.load(Ordering::Relaxed);
+            if t == h {
+                break;
+            }
+            let task = self.buf[(h & MASK) as usize].load(Ordering::Relaxed);
+            // Release: tells the owner's put that the slot has been read.
+            if self
+                .head
+                .compare_exchange(h, h.wrapping_add(1), Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                // SAFETY: the CAS made us the unique consumer of this slot.
+                return Some((unsafe { Runnable::from_raw(nn(task)) }, false));
+            }
+        }
+        if skip_runnext {
+            return self.take_runnext().map(|t| (t, true));
+        }
+        None
+    }
+
+    /// Takes `runnext` if set (owner or thief).
+    pub(crate) fn take_runnext(&self) -> Option<Runnable> {
+        let mut next = self.runnext.load(Ordering::Acquire);
+        while !next.is_null() {
+            // Acquire: pairs with the Release half of the swap in `put`.
+            match self
+                .runnext
+                .compare_exchange_weak(next, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
+            {
+                // SAFETY: our CAS removed the pointer; `put` made it from into_raw.
+                Ok(_) => return Some(unsafe { Runnable::from_raw(nn(next)) }),
+                Err(cur) => next = cur,
+            }
+        }
+        None
+    }
+
+    /// Thief side, Go's `runqsteal`: moves half of `victim`'s tasks into
+    /// `self`'s ring (self must be the caller's own, empty-enough queue) and
+    /// returns one of them to run. `runnext` is taken only when
+    /// `steal_runnext`, after `pause_runnext` returns `true` (it decides
+    /// whether and how long to wait for the victim's owner to run it itself).
+    pub(crate) fn steal_into(
+        &self,
+        victim: &RunQueue,
+        steal_runnext: bool,
+        pause_runnext: impl FnOnce(&RunQueue) -> bool,
+    ) -> Option<(Runnable, usize)> {
+        // Relaxed: we are the owner of self.tail.
+        let t = self.tail.load(Ordering::Relaxed);
+        let n = victim.grab(self, t, steal_runnext, pause_runnext);
+        self.steal_finish(t, n)
+    }
+
+    fn steal_finish(&self, t: u32, n: u32) -> Option<(Runnable, usize)> {
+        if n == 0 {
+            return None;
+        }
+        let n = n - 1;
+        let last = self.buf[(t.wrapping_add(n) & MASK) as usize].load(Ordering::Relaxed);
+        if n > 0 {
+            debug_assert!(
+                t.wrapping_sub(self.head.load(Ordering::Acquire)).wrapping_add(n) < RING_SIZE as u32,
+                "steal_into overflowed the thief's ring"
+            );
+            // Release: publishes the copied slots.
+            self.tail.store(t.wrapping_add(n), Ordering::Release);
+        }
+        // SAFETY: `grab` claimed the pointers it copied into our slots by CAS on
+        // the victim's head (or runnext); we own them and we are handing out the
+        // last one, which we do not publish through our tail.
+        Some((unsafe { Runnable::from_raw(nn(last)) }, n as usize + 1))
+    }
+
+    /// Go's `runqgrab`: claims half of `self`'s ring, copying the pointers
+    /// into `dst`'s slots starting at `dst_tail`. Returns how many.
+    fn grab(
+        &self,
+        dst: &RunQueue,
+        dst_tail: u32,
+        steal_runnext: bool,
+        pause_runnext: impl FnOnce(&RunQueue) -> bool,
+    ) -> u32 {
+        let mut pause = Some(pause_runnext);
+        loop {
+            // Acquire on both: pairs with the consumers' CAS and the owner's
+            // Release of tail, so the slots in [h, t) are visible.
+            let h = self.head.load(Ordering::Acquire);
+            let t = self.tail.load(Ordering::Acquire);
+            let len = t.wrapping_sub(h);
+            let n = len - len / 2;
+            if n == 0 {
+                if !steal_runnext {
+                    return 0;
+                }
+                let next = self.runnext.load(Ordering::Acquire);
+                if next.is_null() {
+                    return 0;
+                }
+                if let Some(p) = pause.take() {
+                    if !p(self) {
+                        return 0;
+                    }
+                    // The owner may have run it or put another: look again.
+                    continue;
+                }
+                if self
+                    .runnext
+                    .compare_exchange(next, ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed)
+                    .is_err()
+                {
+                    continue;
+                }
+                dst.buf[(dst_tail & MASK) as usize].store(next, Ordering::Relaxed);
+                return 1;
+            }
+            if n > RING_SIZE as u32 / 2 {
+                // Read an inconsistent head/tail pair (head moved between the
+                // loads); retry.
+                continue;
+            }
+            for i in 0..n {
+                let task = self.buf[(h.wrapping_add(i) & MASK) as usize].load(Ordering::Relaxed);
+                dst.buf[(dst_tail.wrapping_add(i) & MASK) as usize].store(task, Ordering::Relaxed);
+            }
+            // AcqRel: Release tells the owner the slots were read; a failure
+            // means someone else consumed first and our copies are void.
+            if self
+                .head
+                .compare_exchange(h, h.wrapping_add(n), Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return n;
+            }
+        }
+    }
+
+    /// Removes every task (shutdown). Any thread, once no owner is running.
+    pub(crate) fn drain(&self) -> Vec<Runnable> {
+        let mut out = Vec::new();
+        if let Some(t) = self.take_runnext() {
+            out.push(t);
+        }
+        while let Some((t, _)) = self.get(true) {
+            out.push(t);
+        }
+        out
+    }
+}
+
+impl Drop for RunQueue {
+    fn drop(&mut self) {
+        // Dropping a Runnable cancels its task and drops the future.
+        drop(self.drain());
+    }
+}
+
+fn nn(p: *mut ()) -> std::ptr::NonNull<()> {
+    std::ptr::NonNull::new(p).expect("run queue slot held a null task pointer")
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::sched::task::test_support::{runnable, Log};
+
+    fn tasks(n: usize, log: &Log) -> Vec<Runnable> {
+        (0..n).map(|i| runnable(i, log)).collect()
+    }
+
+    /// Runs the task and returns the id it logged.
+    fn id(t: Runnable, log: &Log) -> usize {
+        t.run();
+        *log.ran.lock().unwrap().last().expect("the task logged its id")
+    }
+
+    #[test]
+    fn fifo_across_wrap_around() {
+        let q = RunQueue::new();
+        let log = Log::default();
+        // Move head and tail around the ring several times.
+        for round in 0..5 {
+            for t in tasks(200, &log) {
+                assert!(matches!(q.put(t, false), Put::Ring), "no overflow below capacity");
+            }
+            for i in 0..200 {
+                let (t, inherit) = q.get(false).expect("queued task");
+                assert_eq!(id(t, &log), i, "FIFO order broken in round {round}");
+                assert!(!inherit);
+            }
+            assert!(q.is_empty());
+        }
+    }
+
+    #[test]
+    fn overflow_moves_older_half_plus_new_task() {
+        let q = RunQueue::new();
+        let log = Log::default();
+        let mut all = tasks(RING_SIZE + 1, &log);
+        let extra = all.pop().unwrap();
+        for t in all {
+            assert!(matches!(q.put(t, false), Put::Ring));
+        }
+        let Put::Overflow(batch) = q.put(extra, false) else { panic!("a full ring overflows") };
+        let ids: Vec<usize> = batch.into_iter().map(|t| id(t, &log)).collect();
+        let mut want: Vec<usize> = (0..RING_SIZE / 2).collect();
+        want.push(RING_SIZE);
+        assert_eq!(ids, want, "overflow batch is the older half, then the new task");
+        assert_eq!(q.len(), RING_SIZE / 2);
+        assert_eq!(id(q.get(false).unwrap().0, &log), RING_SIZE / 2);
+    }
+
+    #[test]
+    fn runnext_runs_first_and_bumps_previous_to_tail() {
+        let q = RunQueue::new();
+        let log = Log::default();
+        let mut ts = tasks(3, &log).into_iter();
+        assert!(matches!(q.put(ts.next().unwrap(), false), Put::Ring)); // 0 in ring
+        assert!(matches!(q.put(ts.next().unwrap(), true), Put::Runnext)); // 1 in runnext
+        assert!(matches!(q.put(ts.next().unwrap(), true), Put::Ring)); // 2 in runnext, 1 to tail
+        let order: Vec<(usize, bool)> =
+            std::iter::from_fn(|| q.get(false)).map(|(t, inh)| (id(t, &log), inh)).collect();
+        assert_eq!(order, vec![(2, true), (0, false), (1, false)]);
+    }
+
+    #[test]
+    fn get_skipping_runnext_takes_ring_first() {
+        let q = RunQueue::new();
+        let log = Log::default();
+        let mut ts = tasks(2, &log).into_iter();
+        q.put(ts.next().unwrap(), false);
+        q.put(ts.next().unwrap(), true);
+        assert_eq!(id(q.get(true).unwrap().0, &log), 0);
+        let (t, inherit) = q.get(true).unwrap();
+        assert_eq!((id(t, &log), inherit), (1, true));
+    }
+
+    #[test]
+    fn steal_takes_half_rounding_up_and_leaves_runnext() {
+        let victim = RunQueue::new();
+        let thief = RunQueue::new();
+        let log = Log::default();
+        let mut ts = tasks(8, &log).into_iter();
+        for t in ts.by_ref().take(7) {
+            victim.put(t, false);
+        }
+        victim.put(ts.next().unwrap(), true);
+        let (first, n) = thief.steal_into(&victim, false, |_| true).expect("work to steal");
+        assert_eq!(n, 4, "half of 7, rounded up");
+        assert_eq!(id(first, &log), 3, "the thief runs the newest stolen task");
+        assert_eq!(thief.len(), 3);
+        assert_eq!(victim.len(), 3);
+        assert!(victim.has_runnext(), "runnext is not taken unless asked");
+    }
+
+    #[test]
+    fn runnext_is_stolen_only_when_asked_and_after_the_pause() {
+        let victim = RunQueue::new();
+        let thief = RunQueue::new();
+        let log = Log::default();
+        victim.put(tasks(1, &log).pop().unwrap(), true);
+        assert!(thief.steal_into(&victim, false, |_| true).is_none());
+        assert!(thief.steal_into(&victim, true, |_| false).is_none(), "a declined pause steals nothing");
+        let mut paused = false;
+        let (t, n) = thief
+            .steal_into(&victim, true, |_| {
+                paused = true;
+                true
+            })
+            .expect("runnext stolen on the last pass");
+        assert!(paused);
+        assert_eq!((id(t, &log), n), (0, 1));
+        assert!(victim.is_empty());
+    }
+
+    #[test]
+    fn dropping_a_queue_drops_its_tasks_unrun() {
+        let log = Log::default();
+        {
+            let q = RunQueue::new();
+            for t in tasks(10, &log) {
+                q.put(t, true);
+            }
+        }
+        assert_eq!(log.dropped(), 10);
+        assert!(log.ran.lock().unwrap().is_empty());
+    }
+}

@@ -1,0 +1,99 @@
+//! Work stealing (Go's `stealWork`, `runqsteal`), with seeds 002 and 004.
+//!
+//! A spinning M makes up to `Policy::steal_passes` passes over the other Ps,
+//! each in a fresh random order (a random start and a random stride coprime
+//! with `procs`, so every P is visited exactly once per pass without
+//! allocating a permutation). From each victim it takes half of the ring.
+//!
+//! * Seed 002: Ps whose bit is set in the idle mask are skipped without
+//!   touching their queues (an idle P has nothing to steal), and the number
+//!   of passes is small (2; Go used 4, which on large machines spent a third
+//!   of all CPU in the search).
+//! * Seed 004: a victim's `runnext` is taken only on the last pass, and if the
+//!   victim's M is running a task, only after a short pause: the victim has
+//!   probably just readied that task and is about to run it itself, and
+//!   stealing it would bounce a pipeline of tasks between Ps. A P that the
+//!   monitor marked stuck gets no pause: its M is not coming back soon.
+
+use crate::sched::backoff::{Backoff, Snooze};
+use crate::sched::machine::Machine;
+use crate::sched::processor::Processor;
+use crate::sched::task::Runnable;
+use crate::stats::bump;
+use std::time::Instant;
+
+impl Machine {
+    /// Tries to steal a task for the current P. The P's ring is empty.
+    pub(crate) fn steal_work(&mut self) -> Option<Runnable> {
+        let sched = self.sched.clone();
+        let procs = sched.procs;
+        if procs < 2 {
+            return None;
+        }
+        let me = self.p();
+        let mine = &sched.ps[me];
+        let passes = sched.policy.steal_passes;
+        let start = Instant::now();
+        let mut found = None;
+        'passes: for pass in 0..passes {
+            let last = pass + 1 == passes;
+            let r = self.next_rand();
+            let mut pos = (r as usize) % procs;
+            let stride = sched.coprimes[((r >> 32) as usize) % sched.coprimes.len()];
+            for _ in 0..procs {
+                let victim = pos;
+                pos = (pos + stride) % procs;
+                if victim == me || (sched.policy.idle_mask && sched.idle.is_idle(victim)) {
+                    continue;
+                }
+                bump(&mine.counters.steal_attempts, 1);
+                if last {
+                    bump(&mine.counters.steal_attempts_last_pass, 1);
+                }
+                let v = &sched.ps[victim];
+                let mut took_runnext = false;
+                let stolen = mine.runq.steal_into(&v.runq, last, |_| {
+                    took_runnext = self.pause_before_runnext(v);
+                    took_runnext
+                });
+                if let Some((task, n)) = stolen {
+                    bump(&mine.counters.steals, n as u64);
+                    if took_runnext && n == 1 {
+                        bump(&mine.counters.runnext_steals, 1);
+                    }
+                    found = Some(task);
+                    break 'passes;
+                }
+            }
+        }
+        bump(&mine.counters.steal_ns, start.elapsed().as_nanos() as u64);
+        found
+    }
+
+    /// Seed 004's pause. Returns whether to go ahead and take `runnext`.
+    fn pause_before_runnext(&self, victim: &Processor) -> bool {
+        let sched = &self.sched;
+        let pause = sched.policy.runnext_steal_pause;
+        if pause.is_zero() || victim.is_stuck() || sched.idle.is_idle(victim.id) {
+            return true;
+        }
+        let mine = &sched.ps[self.p()];
+        bump(&mine.counters.runnext_steal_pauses, 1);
+        let deadline = Instant::now() + pause;
+        let mut b = Backoff::new(sched.policy.spin);
+        // Wait for the owner to take it (then the thief's grab sees an empty
+        // slot) or for the pause to end. The pause is short (~3 µs), so the
+        // backoff's park budget is not used: past it we just yield.
+        while victim.runq.has_runnext() && Instant::now() < deadline {
+            match b.snooze() {
+                Snooze::Spun => bump(&mine.counters.spins, 1),
+                Snooze::Yielded => bump(&mine.counters.yields, 1),
+                Snooze::Done => {
+                    bump(&mine.counters.yields, 1);
+                    crate::loom::thread::yield_now();
+                }
+            }
+        }
+        true
+    }
+}

@@ -1,0 +1,173 @@
+//! The monitor thread (Go's `sysmon`).
+//!
+//! One thread per runtime, holding no P, that watches the others:
+//!
+//! * **Retake of a stuck poll.** goro cannot preempt a future. When a P's
+//!   slice counter (`schedtick`) has not moved for [`SLICE`] while the P has
+//!   queued work, its M is stuck in one long poll. The monitor cannot give
+//!   the P to another thread (the stuck poll may still push to the P's ring,
+//!   and the ring has one producer), so it marks the P `stuck` and calls
+//!   `wakep`: thieves then take the P's `runnext` without pausing and drain
+//!   its ring by repeated half-steals. The owner clears the mark when its
+//!   poll returns.
+//! * **Schedule trace.** With `GORO_SCHEDTRACE=<ms>`, one line per interval
+//!   on stderr in Go's `schedtrace` shape.
+//!
+//! Its sleep adapts as Go's does: 20 µs after a retake, doubling to 10 ms
+//! while nothing happens. When every P is idle there is nothing to watch and
+//! the monitor sleeps on a condition variable until a P is taken from the
+//! idle list (`notify_busy`), so an idle runtime makes no wakeups at all.
+
+use crate::loom::{AtomicBool, Condvar, Mutex, Ordering};
+use crate::sched::Sched;
+use crate::stats::bump_shared;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A poll longer than this, with work queued behind it, gets its P marked
+/// stuck (Go's `forcePreemptNS`).
+pub(crate) const SLICE: Duration = Duration::from_millis(10);
+
+const MIN_SLEEP: Duration = Duration::from_micros(20);
+const MAX_SLEEP: Duration = Duration::from_millis(10);
+
+pub(crate) struct Monitor {
+    /// True while the monitor sleeps waiting for a P to become busy.
+    idle_sleep: AtomicBool,
+    lock: Mutex<bool>,
+    cv: Condvar,
+    schedtrace: Option<Duration>,
+}
+
+impl Monitor {
+    pub(crate) fn new(schedtrace: Option<Duration>) -> Monitor {
+        Monitor { idle_sleep: AtomicBool::new(false), lock: Mutex::new(false), cv: Condvar::new(), schedtrace }
+    }
+
+    /// Called when a P leaves the idle list: wakes the monitor if it sleeps.
+    pub(crate) fn notify_busy(&self) {
+        // SeqCst: pairs with the monitor's store of idle_sleep followed by
+        // its re-check of npidle (the same publish-fence-check shape as the
+        // worker wake protocol): either it sees the busy P or we see it asleep.
+        if self.idle_sleep.load(Ordering::SeqCst) {
+            self.kick();
+        }
+    }
+
+    /// Wakes the monitor (busy P, or shutdown).
+    pub(crate) fn kick(&self) {
+        let mut woken = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        *woken = true;
+        drop(woken);
+        self.cv.notify_one();
+    }
+
+    /// Sleeps for `d`, or until kicked; `None` for no timeout.
+    fn sleep(&self, d: Option<Duration>) {
+        let mut woken = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        if !*woken {
+            woken = match d {
+                Some(d) => self.cv.wait_timeout(woken, d).unwrap_or_else(|e| e.into_inner()).0,
+                None => self.cv.wait(woken).unwrap_or_else(|e| e.into_inner()),
+            };
+        }
+        *woken = false;
+    }
+}
+
+/// The monitor thread's body.
+pub(crate) fn monitor_main(sched: Arc<Sched>) {
+    let mon = &sched.monitor;
+    let mut delay = MIN_SLEEP;
+    let mut last_trace = Instant::now();
+    loop {
+        if sched.is_shutdown() {
+            return;
+        }
+        let trace_due = mon.schedtrace.map(|iv| last_trace + iv);
+        if sched.idle.npidle() == sched.procs && sched.global.is_empty() {
+            // Everything is idle: sleep until a P is taken (or the trace is due).
+            mon.idle_sleep.store(true, Ordering::SeqCst);
+            if sched.idle.npidle() == sched.procs && !sched.is_shutdown() {
+                mon.sleep(trace_due.map(|t| t.saturating_duration_since(Instant::now())));
+            }
+            mon.idle_sleep.store(false, Ordering::SeqCst);
+            delay = MIN_SLEEP;
+            // Observations from before the sleep say nothing about the polls
+            // running now: start every P's clock afresh.
+            let now = sched.start.elapsed().as_nanos() as u64;
+            for p in sched.ps.iter() {
+                p.mon_tick.store(p.schedtick.load(Ordering::Relaxed), Ordering::Relaxed);
+                p.mon_when.store(now, Ordering::Relaxed);
+            }
+        } else {
+            let d = match trace_due {
+                Some(t) => delay.min(t.saturating_duration_since(Instant::now())),
+                None => delay,
+            };
+            mon.sleep(Some(d));
+        }
+        if sched.is_shutdown() {
+            return;
+        }
+        let retook = retake(&sched);
+        delay = if retook { MIN_SLEEP } else { (delay * 2).min(MAX_SLEEP) };
+        if let Some(iv) = mon.schedtrace {
+            if last_trace.elapsed() >= iv {
+                last_trace = Instant::now();
+                eprintln!("{}", schedtrace_line(&sched));
+            }
+        }
+    }
+}
+
+/// Marks Ps stuck in one poll with work queued behind it; returns whether any.
+fn retake(sched: &Sched) -> bool {
+    let now = sched.start.elapsed().as_nanos() as u64;
+    let mut any = false;
+    for (i, p) in sched.ps.iter().enumerate() {
+        if sched.idle.is_idle(i) {
+            continue;
+        }
+        // Relaxed: mon_* are the monitor's own; schedtick is a progress
+        // counter whose staleness only delays a retake by one round.
+        let tick = p.schedtick.load(Ordering::Relaxed);
+        if tick != p.mon_tick.load(Ordering::Relaxed) {
+            p.mon_tick.store(tick, Ordering::Relaxed);
+            p.mon_when.store(now, Ordering::Relaxed);
+            continue;
+        }
+        let since = now.saturating_sub(p.mon_when.load(Ordering::Relaxed));
+        if since >= SLICE.as_nanos() as u64 && !p.is_stuck() && !p.runq.is_empty() {
+            p.stuck.store(true, Ordering::Release);
+            bump_shared(&sched.counters.retakes, 1);
+            any = true;
+        }
+    }
+    if any {
+        sched.wakep();
+    }
+    any
+}
+
+/// `SCHED 1004ms: procs=4 idleprocs=3 threads=6 spinningthreads=0 idlethreads=2 runqueue=0 [0 1 0 0]`
+pub(crate) fn schedtrace_line(sched: &Sched) -> String {
+    let idle_threads = sched.idle.lock().ms.len();
+    let queues: Vec<String> = sched
+        .ps
+        .iter()
+        .map(|p| (p.runq.len() + usize::from(p.runq.has_runnext())).to_string())
+        .collect();
+    format!(
+        "SCHED {}ms: procs={} idleprocs={} threads={} spinningthreads={} idlethreads={} runqueue={} [{}]",
+        sched.start.elapsed().as_millis(),
+        sched.procs,
+        sched.idle.npidle(),
+        // +1: the monitor itself, as Go counts sysmon's M.
+        sched.nthreads.load(Ordering::Relaxed) + 1,
+        sched.idle.nmspinning(),
+        idle_threads,
+        sched.global.len(),
+        queues.join(" ")
+    )
+}
