@@ -1,0 +1,73 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Runs `f` on a fresh thread and fails the test with `what` if it has not
+/// finished within `limit` (a hung scheduler must fail, not hang CI).
+pub fn within<T: Send + 'static>(limit: Duration, what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(v) => {
+            h.join().expect("test thread");
+            v
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => match h.join() {
+            Err(p) => std::panic::resume_unwind(p),
+            Ok(()) => unreachable!("sender dropped without sending"),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("timed out after {limit:?}: {what}"),
+    }
+}
+
+/// Spins (yielding the thread) until `cond` holds, failing with `what` after `limit`.
+pub fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(Instant::now() < deadline, "condition not reached within {limit:?}: {what}");
+        std::thread::yield_now();
+    }
+}
+
+/// The ids of this process's threads whose name starts with `prefix`.
+pub fn threads_named(prefix: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc/self/task").expect("/proc/self/task").flatten() {
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        if comm.trim_end().starts_with(prefix) {
+            out.push(e.file_name().to_string_lossy().parse().unwrap());
+        }
+    }
+    out
+}
+
+/// A thread's (state letter, voluntary + involuntary context switches).
+pub fn thread_state(tid: u32) -> Option<(char, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).ok()?;
+    let mut state = '?';
+    let mut switches = 0;
+    for line in status.lines() {
+        if let Some(v) = line.strip_prefix("State:") {
+            state = v.trim().chars().next().unwrap_or('?');
+        } else if let Some(v) = line.strip_prefix("voluntary_ctxt_switches:") {
+            switches += v.trim().parse::<u64>().unwrap_or(0);
+        } else if let Some(v) = line.strip_prefix("nonvoluntary_ctxt_switches:") {
+            switches += v.trim().parse::<u64>().unwrap_or(0);
+        }
+    }
+    Some((state, switches))
+}
+
+/// CPU time (user + system) of the whole process.
+pub fn process_cpu() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct we pass; RUSAGE_SELF is valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    assert_eq!(rc, 0, "getrusage failed");
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}

@@ -1,0 +1,66 @@
+//! Dropping a Runtime stops every thread and drops every unfinished future.
+
+mod common;
+
+use common::{threads_named, wait_until, within};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+struct CountDrop(Arc<AtomicUsize>);
+impl Drop for CountDrop {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn dropping_a_runtime_stops_threads_and_drops_every_unfinished_future() {
+    within(Duration::from_secs(60), "shutdown", || {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let rt = goro::Runtime::builder().procs(4).thread_name("shutdn").build().unwrap();
+        let parked = 1000;
+        let d = dropped.clone();
+        rt.block_on(async move {
+            // Tasks parked forever.
+            for _ in 0..parked {
+                let g = CountDrop(d.clone());
+                goro::spawn(async move {
+                    let _g = g;
+                    std::future::pending::<()>().await
+                });
+            }
+            // Tasks that keep re-queueing themselves (always in a run queue).
+            for _ in 0..100 {
+                let g = CountDrop(d.clone());
+                goro::spawn(async move {
+                    let _g = g;
+                    loop {
+                        goro::yield_now().await;
+                    }
+                });
+            }
+            goro::yield_now().await;
+        });
+        // A blocking-pool closure that has finished leaves its thread idle.
+        rt.block_on(rt.spawn_blocking(|| ())).unwrap();
+        assert!(!threads_named("shutdn-m").is_empty(), "worker threads were started");
+        drop(rt);
+        assert_eq!(dropped.load(Ordering::SeqCst), parked + 100, "every unfinished future was dropped");
+        assert!(threads_named("shutdn-m").is_empty(), "worker threads joined");
+        assert!(threads_named("shutdn-monitor").is_empty(), "monitor joined");
+        wait_until(Duration::from_secs(10), "idle blocking threads exit", || threads_named("shutdn-blocking").is_empty());
+    });
+}
+
+#[test]
+fn join_handle_of_a_task_cancelled_by_shutdown_reports_cancelled() {
+    within(Duration::from_secs(60), "shutdown cancel", || {
+        let rt = goro::Runtime::builder().procs(2).build().unwrap();
+        let h = rt.spawn(std::future::pending::<()>());
+        drop(rt);
+        let rt2 = goro::Runtime::builder().procs(1).build().unwrap();
+        let e = rt2.block_on(h).unwrap_err();
+        assert!(e.is_cancelled(), "{e:?}");
+    });
+}
