@@ -10,7 +10,9 @@
 //!
 //! [`Runtime::stats`]: crate::Runtime::stats
 
-use crate::loom::{AtomicU64, Ordering};
+// Plain std atomics, also under loom: counters are statistics, not
+// synchronization, and modelling them would only multiply loom's states.
+use std::sync::atomic::{AtomicU64, Ordering};
 
 macro_rules! counters {
     ($( $(#[$doc:meta])* $name:ident ),* $(,)?) => {

@@ -43,8 +43,22 @@ pub(crate) struct Ctx {
     pub(crate) p: Cell<usize>,
 }
 
+impl Ctx {
+    #[cfg_attr(not(loom), allow(dead_code))]
+    const fn new() -> Ctx {
+        Ctx { sched: Cell::new(ptr::null()), p: Cell::new(NO_P) }
+    }
+}
+
+#[cfg(not(loom))]
 thread_local! {
-    pub(crate) static CTX: Ctx = const { Ctx { sched: Cell::new(ptr::null()), p: Cell::new(NO_P) } };
+    pub(crate) static CTX: Ctx = const { Ctx::new() };
+}
+
+// Under loom, model threads share one OS thread: use loom's thread-locals.
+#[cfg(loom)]
+loom::thread_local! {
+    pub(crate) static CTX: Ctx = Ctx::new();
 }
 
 /// The P the current thread holds in `sched`, if any.

@@ -30,6 +30,8 @@
 //! `Sched` is the global state (Go's `schedt` plus `allp`).
 
 pub(crate) mod backoff;
+#[cfg(all(test, loom))]
+mod loom_tests;
 pub(crate) mod blocking;
 pub(crate) mod find;
 pub(crate) mod global;
@@ -80,6 +82,9 @@ pub(crate) struct Sched {
     pub(crate) start: Instant,
     /// Ourselves, to hand an `Arc` to new threads.
     pub(crate) me: Weak<Sched>,
+    /// Handoffs to threads the loom model would have started.
+    #[cfg(loom)]
+    pub(crate) loom_started: Mutex<Vec<Handoff>>,
 }
 
 impl Sched {
@@ -102,6 +107,8 @@ impl Sched {
             thread_name,
             start: Instant::now(),
             me: me.clone(),
+            #[cfg(loom)]
+            loom_started: Mutex::new(Vec::new()),
         })
     }
 
@@ -211,6 +218,14 @@ impl Sched {
         }
     }
 
+    /// Under loom there are no real threads to start: the model records the
+    /// handoff and checks it (see `loom_park`).
+    #[cfg(loom)]
+    fn spawn_m(&self, h: Handoff) {
+        self.loom_started.lock().unwrap().push(h);
+    }
+
+    #[cfg(not(loom))]
     fn spawn_m(&self, h: Handoff) {
         let sched = self.me.upgrade().expect("goro: scheduler dropped while starting a thread");
         let n = self.nthreads.fetch_add(1, Ordering::Relaxed);

@@ -8,7 +8,9 @@
 //! Fields written by the owner only are atomics so that thieves, the monitor
 //! and `stats()` can read them; the owner uses relaxed single-writer updates.
 
-use crate::loom::{AtomicBool, AtomicU64, Ordering};
+// std atomics even under loom: these are progress hints for the monitor and
+// thieves (a stale value delays or repeats a retake), not synchronization.
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::sched::runq::RunQueue;
 use crate::stats::Counters;
 

@@ -292,7 +292,7 @@ impl fmt::Display for JoinError {
 
 impl std::error::Error for JoinError {}
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 pub(crate) mod test_support {
     //! Bare tasks (no runtime) for unit-testing the queues.
     use super::Runnable;
