@@ -50,7 +50,10 @@ fn main() {
         .map(|s| s.parse().expect("N must be a positive integer"))
         .unwrap_or(100_000);
     for procs in [1, 2] {
-        let rt = goro::Runtime::builder().procs(procs).build().expect("runtime");
+        let rt = goro::Runtime::builder()
+            .procs(procs)
+            .build()
+            .expect("runtime");
         let mut runs = Vec::new();
         for _ in 0..7 {
             let t = Instant::now();
@@ -63,6 +66,9 @@ fn main() {
             runs.push(t.elapsed().as_nanos() as f64 / n as f64);
         }
         runs.sort_by(f64::total_cmp);
-        println!("spawn_chain procs={procs} n={n}: median {:.1} ns/op (min {:.1}, max {:.1})", runs[3], runs[0], runs[6]);
+        println!(
+            "spawn_chain procs={procs} n={n}: median {:.1} ns/op (min {:.1}, max {:.1})",
+            runs[3], runs[0], runs[6]
+        );
     }
 }

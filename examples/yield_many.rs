@@ -13,7 +13,10 @@ fn main() {
         .map(|s| s.parse().expect("YIELDS must be a positive integer"))
         .unwrap_or(1000);
     for procs in [1, 2] {
-        let rt = goro::Runtime::builder().procs(procs).build().expect("runtime");
+        let rt = goro::Runtime::builder()
+            .procs(procs)
+            .build()
+            .expect("runtime");
         let mut runs = Vec::new();
         for _ in 0..7 {
             let t = Instant::now();

@@ -33,9 +33,12 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
     };
     let mut f = parse_macro_input!(item as ItemFn);
     if f.sig.asyncness.is_none() {
-        return syn::Error::new_spanned(f.sig.fn_token, "#[goro::main]/#[goro::test] need an `async fn`")
-            .to_compile_error()
-            .into();
+        return syn::Error::new_spanned(
+            f.sig.fn_token,
+            "#[goro::main]/#[goro::test] need an `async fn`",
+        )
+        .to_compile_error()
+        .into();
     }
     f.sig.asyncness = None;
     let body = &f.block;
@@ -47,7 +50,11 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
     let attrs = &f.attrs;
     let vis = &f.vis;
     let sig = &f.sig;
-    let test_attr = if test { quote! { #[::core::prelude::v1::test] } } else { quote! {} };
+    let test_attr = if test {
+        quote! { #[::core::prelude::v1::test] }
+    } else {
+        quote! {}
+    };
     quote! {
         #test_attr
         #(#attrs)*

@@ -23,12 +23,12 @@ pub(crate) use loom::sync::{
 
 /// Thread spawning and yielding.
 pub(crate) mod thread {
-    #[cfg(not(loom))]
-    #[allow(unused_imports)]
-    pub(crate) use std::thread::{spawn, yield_now};
     #[cfg(loom)]
     #[allow(unused_imports)]
     pub(crate) use loom::thread::{spawn, yield_now};
+    #[cfg(not(loom))]
+    #[allow(unused_imports)]
+    pub(crate) use std::thread::{spawn, yield_now};
 }
 
 /// A hint that we are in a spin loop; a yield under loom so the model

@@ -9,7 +9,10 @@ fn environment_settings_are_applied_and_bad_values_rejected_with_the_accepted_fo
     std::env::set_var("GORO_POLICY", "runnext=false,steal_passes=4");
     let rt = goro::Runtime::new().expect("valid environment");
     assert_eq!(rt.procs(), 3, "GORO_PROCS sets procs");
-    assert!(!rt.policy().runnext && rt.policy().steal_passes == 4, "GORO_POLICY overrides fields");
+    assert!(
+        !rt.policy().runnext && rt.policy().steal_passes == 4,
+        "GORO_POLICY overrides fields"
+    );
     drop(rt);
 
     // An explicit builder value wins over GORO_PROCS; GORO_POLICY still applies.
@@ -21,22 +24,42 @@ fn environment_settings_are_applied_and_bad_values_rejected_with_the_accepted_fo
     for bad in ["0", "-1", "four", "", "99999"] {
         std::env::set_var("GORO_PROCS", bad);
         let e = goro::Runtime::new().unwrap_err().to_string();
-        assert!(e.contains("GORO_PROCS") && e.contains("accepted an integer in 1..="), "GORO_PROCS={bad:?}: {e}");
+        assert!(
+            e.contains("GORO_PROCS") && e.contains("accepted an integer in 1..="),
+            "GORO_PROCS={bad:?}: {e}"
+        );
     }
     std::env::remove_var("GORO_PROCS");
 
     for bad in ["runnext=perhaps", "steal_passes=0", "speed=11", "spin"] {
         std::env::set_var("GORO_POLICY", bad);
-        let e = goro::Runtime::builder().procs(1).build().unwrap_err().to_string();
-        assert!(e.contains("GORO_POLICY") && e.contains("accepted"), "GORO_POLICY={bad:?}: {e}");
+        let e = goro::Runtime::builder()
+            .procs(1)
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("GORO_POLICY") && e.contains("accepted"),
+            "GORO_POLICY={bad:?}: {e}"
+        );
     }
     std::env::remove_var("GORO_POLICY");
 
     std::env::set_var("GORO_SCHEDTRACE", "often");
-    let e = goro::Runtime::builder().procs(1).build().unwrap_err().to_string();
-    assert!(e.contains("GORO_SCHEDTRACE") && e.contains("milliseconds"), "{e}");
+    let e = goro::Runtime::builder()
+        .procs(1)
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("GORO_SCHEDTRACE") && e.contains("milliseconds"),
+        "{e}"
+    );
     std::env::set_var("GORO_SCHEDTRACE", "5");
-    let rt = goro::Runtime::builder().procs(1).build().expect("numeric schedtrace is accepted");
+    let rt = goro::Runtime::builder()
+        .procs(1)
+        .build()
+        .expect("numeric schedtrace is accepted");
     rt.block_on(async {});
     drop(rt);
     std::env::remove_var("GORO_SCHEDTRACE");

@@ -10,39 +10,50 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(60);
 
 fn rt(procs: usize) -> goro::Runtime {
-    goro::Runtime::builder().procs(procs).build().expect("runtime starts")
+    goro::Runtime::builder()
+        .procs(procs)
+        .build()
+        .expect("runtime starts")
 }
 
 #[test]
 fn thousands_of_tasks_complete_at_procs_1_2_4_8() {
     for procs in [1, 2, 4, 8] {
-        within(LIMIT, &format!("10,000 tasks at procs={procs}"), move || {
-            let rt = rt(procs);
-            let sum = rt.block_on(async {
-                let hs: Vec<_> = (0..10_000u64)
-                    .map(|i| {
-                        goro::spawn(async move {
-                            // A mix of spawn-in-task, yields and nested joins.
-                            if i % 3 == 0 {
-                                goro::yield_now().await;
-                            }
-                            if i % 7 == 0 {
-                                return goro::spawn(async move { i }).await.unwrap();
-                            }
-                            i
+        within(
+            LIMIT,
+            &format!("10,000 tasks at procs={procs}"),
+            move || {
+                let rt = rt(procs);
+                let sum = rt.block_on(async {
+                    let hs: Vec<_> = (0..10_000u64)
+                        .map(|i| {
+                            goro::spawn(async move {
+                                // A mix of spawn-in-task, yields and nested joins.
+                                if i % 3 == 0 {
+                                    goro::yield_now().await;
+                                }
+                                if i % 7 == 0 {
+                                    return goro::spawn(async move { i }).await.unwrap();
+                                }
+                                i
+                            })
                         })
-                    })
-                    .collect();
-                let mut sum = 0;
-                for h in hs {
-                    sum += h.await.expect("task result");
-                }
-                sum
-            });
-            assert_eq!(sum, (0..10_000u64).sum::<u64>(), "every task ran once at procs={procs}");
-            let s = rt.stats();
-            assert!(s.tasks_spawned >= 10_000, "stats count spawns: {s:?}");
-        });
+                        .collect();
+                    let mut sum = 0;
+                    for h in hs {
+                        sum += h.await.expect("task result");
+                    }
+                    sum
+                });
+                assert_eq!(
+                    sum,
+                    (0..10_000u64).sum::<u64>(),
+                    "every task ran once at procs={procs}"
+                );
+                let s = rt.stats();
+                assert!(s.tasks_spawned >= 10_000, "stats count spawns: {s:?}");
+            },
+        );
     }
 }
 
@@ -59,9 +70,11 @@ fn tasks_spread_over_procs_when_they_block() {
                     let running = running.clone();
                     goro::spawn(async move {
                         running.fetch_add(1, Ordering::SeqCst);
-                        wait_until(Duration::from_secs(30), "all four tasks running in parallel", || {
-                            running.load(Ordering::SeqCst) == 4
-                        });
+                        wait_until(
+                            Duration::from_secs(30),
+                            "all four tasks running in parallel",
+                            || running.load(Ordering::SeqCst) == 4,
+                        );
                     })
                 })
                 .collect();
@@ -76,7 +89,11 @@ fn tasks_spread_over_procs_when_they_block() {
 fn panic_in_task_surfaces_as_join_error_and_runtime_keeps_running() {
     within(LIMIT, "panicking task", || {
         let rt = rt(2);
-        let err = rt.block_on(async { goro::spawn(async { panic!("boom {}", 7) }).await.unwrap_err() });
+        let err = rt.block_on(async {
+            goro::spawn(async { panic!("boom {}", 7) })
+                .await
+                .unwrap_err()
+        });
         assert!(err.is_panic(), "expected a panic, got {err:?}");
         assert_eq!(err.to_string(), "task panicked: boom 7");
         let payload = err.into_panic();
@@ -84,7 +101,11 @@ fn panic_in_task_surfaces_as_join_error_and_runtime_keeps_running() {
             .downcast_ref::<String>()
             .cloned()
             .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()));
-        assert_eq!(msg.as_deref(), Some("boom 7"), "into_panic returns the payload");
+        assert_eq!(
+            msg.as_deref(),
+            Some("boom 7"),
+            "into_panic returns the payload"
+        );
         // Still usable, on every P.
         let n = rt.block_on(async {
             let hs: Vec<_> = (0..100).map(|i| goro::spawn(async move { i })).collect();
@@ -119,9 +140,16 @@ fn abort_cancels_a_parked_task_and_drops_its_future() {
             goro::yield_now().await;
             h.abort();
             let e = h.await.unwrap_err();
-            assert!(e.is_cancelled(), "aborted task reports cancelled, got {e:?}");
+            assert!(
+                e.is_cancelled(),
+                "aborted task reports cancelled, got {e:?}"
+            );
         });
-        wait_until(Duration::from_secs(10), "aborted task's future dropped", || dropped.load(Ordering::SeqCst) == 1);
+        wait_until(
+            Duration::from_secs(10),
+            "aborted task's future dropped",
+            || dropped.load(Ordering::SeqCst) == 1,
+        );
     });
 }
 
@@ -137,7 +165,9 @@ fn dropped_join_handle_detaches() {
                 r.fetch_add(1, Ordering::SeqCst);
             }));
         });
-        wait_until(Duration::from_secs(10), "detached task still runs", || ran.load(Ordering::SeqCst) == 1);
+        wait_until(Duration::from_secs(10), "detached task still runs", || {
+            ran.load(Ordering::SeqCst) == 1
+        });
     });
 }
 
@@ -147,7 +177,9 @@ fn spawn_from_outside_and_spawn_blocking() {
         let rt = rt(2);
         let h = rt.spawn(async { goro::spawn_blocking(|| 21 * 2).await.unwrap() });
         assert_eq!(rt.block_on(h).unwrap(), 42);
-        let e = rt.block_on(rt.spawn_blocking(|| panic!("blocking boom"))).unwrap_err();
+        let e = rt
+            .block_on(rt.spawn_blocking(|| panic!("blocking boom")))
+            .unwrap_err();
         assert!(e.is_panic());
     });
 }
@@ -155,15 +187,21 @@ fn spawn_from_outside_and_spawn_blocking() {
 #[test]
 #[should_panic(expected = "goro::spawn called outside a goro runtime")]
 fn spawn_outside_a_runtime_panics_with_a_clear_message() {
-    let _ = goro::spawn(async {});
+    drop(goro::spawn(async {}));
 }
 
 #[test]
 fn procs_zero_is_rejected_with_the_accepted_range() {
     let e = goro::Runtime::builder().procs(0).build().unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
-    assert!(e.to_string().contains("procs(0)") && e.to_string().contains("1..="), "{e}");
-    let e = goro::Runtime::builder().procs(1_000_000).build().unwrap_err();
+    assert!(
+        e.to_string().contains("procs(0)") && e.to_string().contains("1..="),
+        "{e}"
+    );
+    let e = goro::Runtime::builder()
+        .procs(1_000_000)
+        .build()
+        .unwrap_err();
     assert!(e.to_string().contains("1..="), "{e}");
 }
 
@@ -171,7 +209,11 @@ fn procs_zero_is_rejected_with_the_accepted_range() {
 fn bad_policy_field_is_rejected() {
     let mut p = goro::Policy::default();
     p.steal_passes = 0;
-    let e = goro::Runtime::builder().procs(1).policy(p).build().unwrap_err();
+    let e = goro::Runtime::builder()
+        .procs(1)
+        .policy(p)
+        .build()
+        .unwrap_err();
     assert!(e.to_string().contains("steal_passes"), "{e}");
 }
 
@@ -203,7 +245,14 @@ fn schedtrace_line_has_gos_shape() {
         && line.contains(" idlethreads=")
         && line.contains(" runqueue=")
         && line.ends_with(']')
-        && line.split('[').nth(1).unwrap().trim_end_matches(']').split(' ').count() == 3;
+        && line
+            .split('[')
+            .nth(1)
+            .unwrap()
+            .trim_end_matches(']')
+            .split(' ')
+            .count()
+            == 3;
     assert!(re_ok, "unexpected schedtrace line: {line}");
 }
 

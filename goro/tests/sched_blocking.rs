@@ -22,9 +22,11 @@ fn block_in_place_lets_other_tasks_progress_on_one_proc() {
                 goro::block_in_place(|| {
                     // The only P was handed off: other tasks must be able to
                     // run while this thread is blocked here.
-                    wait_until(Duration::from_secs(30), "other tasks ran while blocked in place", || {
-                        p2.load(Ordering::SeqCst) >= 100
-                    });
+                    wait_until(
+                        Duration::from_secs(30),
+                        "other tasks ran while blocked in place",
+                        || p2.load(Ordering::SeqCst) >= 100,
+                    );
                 });
             });
             let workers: Vec<_> = (0..100)
@@ -52,7 +54,9 @@ fn block_in_place_that_panics_gives_the_p_back() {
         let rt = goro::Runtime::builder().procs(1).build().unwrap();
         for _ in 0..10 {
             let e = rt
-                .block_on(async { goro::spawn(async { goro::block_in_place(|| panic!("inside")) }).await })
+                .block_on(async {
+                    goro::spawn(async { goro::block_in_place(|| panic!("inside")) }).await
+                })
                 .unwrap_err();
             assert!(e.is_panic());
         }
@@ -72,7 +76,13 @@ fn block_in_place_outside_a_task_just_runs() {
 #[test]
 fn a_task_that_never_yields_does_not_stall_tasks_queued_on_its_p() {
     within(LIMIT, "monitor retake", || {
-        let rt = Arc::new(goro::Runtime::builder().procs(2).thread_name("retake").build().unwrap());
+        let rt = Arc::new(
+            goro::Runtime::builder()
+                .procs(2)
+                .thread_name("retake")
+                .build()
+                .unwrap(),
+        );
         let rt2 = rt.clone();
         let ran = Arc::new(AtomicBool::new(false));
         let r = ran.clone();
@@ -87,9 +97,11 @@ fn a_task_that_never_yields_does_not_stall_tasks_queued_on_its_p() {
                 let r2 = r.clone();
                 // Goes to this P's runnext; this poll then refuses to return.
                 let queued = goro::spawn(async move { r2.store(true, Ordering::SeqCst) });
-                wait_until(Duration::from_secs(30), "the queued task ran on another P", || {
-                    r.load(Ordering::SeqCst)
-                });
+                wait_until(
+                    Duration::from_secs(30),
+                    "the queued task ran on another P",
+                    || r.load(Ordering::SeqCst),
+                );
                 drop(queued);
             })
             .await

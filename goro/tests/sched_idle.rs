@@ -8,7 +8,11 @@ use std::time::Duration;
 
 #[test]
 fn idle_runtime_uses_no_cpu_and_its_threads_sleep() {
-    let rt = goro::Runtime::builder().procs(4).thread_name("idlechk").build().unwrap();
+    let rt = goro::Runtime::builder()
+        .procs(4)
+        .thread_name("idlechk")
+        .build()
+        .unwrap();
     // Start all the threads: four tasks that must run at once.
     rt.block_on(async {
         let running = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -28,21 +32,36 @@ fn idle_runtime_uses_no_cpu_and_its_threads_sleep() {
         }
     });
     let tids = threads_named("idlechk");
-    assert!(tids.len() >= 5, "4 workers + monitor expected, found {}", tids.len());
-    wait_until(Duration::from_secs(10), "every runtime thread asleep", || {
-        rt.schedtrace().contains("idleprocs=4") && tids.iter().all(|&t| thread_state(t).map(|s| s.0) == Some('S'))
-    });
+    assert!(
+        tids.len() >= 5,
+        "4 workers + monitor expected, found {}",
+        tids.len()
+    );
+    wait_until(
+        Duration::from_secs(10),
+        "every runtime thread asleep",
+        || {
+            rt.schedtrace().contains("idleprocs=4")
+                && tids
+                    .iter()
+                    .all(|&t| thread_state(t).map(|s| s.0) == Some('S'))
+        },
+    );
     // Let the monitor finish its last round and go to its idle sleep.
     let before_switches: Vec<u64> = {
         let mut prev: Vec<u64> = tids.iter().map(|&t| thread_state(t).unwrap().1).collect();
         // Wait until switch counts are stable across a 50 ms window.
-        wait_until(Duration::from_secs(10), "runtime threads stop waking", || {
-            std::thread::sleep(Duration::from_millis(50));
-            let now: Vec<u64> = tids.iter().map(|&t| thread_state(t).unwrap().1).collect();
-            let stable = now == prev;
-            prev = now;
-            stable
-        });
+        wait_until(
+            Duration::from_secs(10),
+            "runtime threads stop waking",
+            || {
+                std::thread::sleep(Duration::from_millis(50));
+                let now: Vec<u64> = tids.iter().map(|&t| thread_state(t).unwrap().1).collect();
+                let stable = now == prev;
+                prev = now;
+                stable
+            },
+        );
         prev
     };
     let cpu0 = process_cpu();
@@ -50,9 +69,19 @@ fn idle_runtime_uses_no_cpu_and_its_threads_sleep() {
     let cpu = process_cpu() - cpu0;
     let after: Vec<u64> = tids.iter().map(|&t| thread_state(t).unwrap().1).collect();
     let wakeups: u64 = after.iter().zip(&before_switches).map(|(a, b)| a - b).sum();
-    assert_eq!(wakeups, 0, "runtime threads woke {wakeups} times in 2 s while idle");
-    assert!(cpu < Duration::from_millis(20), "idle runtime used {cpu:?} of CPU in 2 s");
+    assert_eq!(
+        wakeups, 0,
+        "runtime threads woke {wakeups} times in 2 s while idle"
+    );
+    assert!(
+        cpu < Duration::from_millis(20),
+        "idle runtime used {cpu:?} of CPU in 2 s"
+    );
     for &t in &tids {
-        assert_eq!(thread_state(t).map(|s| s.0), Some('S'), "thread {t} is not asleep");
+        assert_eq!(
+            thread_state(t).map(|s| s.0),
+            Some('S'),
+            "thread {t} is not asleep"
+        );
     }
 }

@@ -18,7 +18,11 @@ impl Drop for CountDrop {
 fn dropping_a_runtime_stops_threads_and_drops_every_unfinished_future() {
     within(Duration::from_secs(60), "shutdown", || {
         let dropped = Arc::new(AtomicUsize::new(0));
-        let rt = goro::Runtime::builder().procs(4).thread_name("shutdn").build().unwrap();
+        let rt = goro::Runtime::builder()
+            .procs(4)
+            .thread_name("shutdn")
+            .build()
+            .unwrap();
         let parked = 1000;
         let d = dropped.clone();
         rt.block_on(async move {
@@ -44,12 +48,26 @@ fn dropping_a_runtime_stops_threads_and_drops_every_unfinished_future() {
         });
         // A blocking-pool closure that has finished leaves its thread idle.
         rt.block_on(rt.spawn_blocking(|| ())).unwrap();
-        assert!(!threads_named("shutdn-m").is_empty(), "worker threads were started");
+        assert!(
+            !threads_named("shutdn-m").is_empty(),
+            "worker threads were started"
+        );
         drop(rt);
-        assert_eq!(dropped.load(Ordering::SeqCst), parked + 100, "every unfinished future was dropped");
-        assert!(threads_named("shutdn-m").is_empty(), "worker threads joined");
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            parked + 100,
+            "every unfinished future was dropped"
+        );
+        assert!(
+            threads_named("shutdn-m").is_empty(),
+            "worker threads joined"
+        );
         assert!(threads_named("shutdn-monitor").is_empty(), "monitor joined");
-        wait_until(Duration::from_secs(10), "idle blocking threads exit", || threads_named("shutdn-blocking").is_empty());
+        wait_until(
+            Duration::from_secs(10),
+            "idle blocking threads exit",
+            || threads_named("shutdn-blocking").is_empty(),
+        );
     });
 }
 

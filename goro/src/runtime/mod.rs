@@ -83,23 +83,37 @@ impl Builder {
             None => procs_from_env().map_err(invalid)?,
         };
         if !(1..=MAX_PROCS).contains(&procs) {
-            return Err(invalid(format!("goro: procs({procs}) is out of range: accepted 1..={MAX_PROCS}")));
+            return Err(invalid(format!(
+                "goro: procs({procs}) is out of range: accepted 1..={MAX_PROCS}"
+            )));
         }
         let policy = self.policy.unwrap_or_default();
-        policy.validate().map_err(|e| invalid(format!("goro: {e}")))?;
+        policy
+            .validate()
+            .map_err(|e| invalid(format!("goro: {e}")))?;
         let policy = match std::env::var("GORO_POLICY") {
-            Ok(spec) => policy.with_overrides(&spec).map_err(|e| invalid(e.to_string()))?,
+            Ok(spec) => policy
+                .with_overrides(&spec)
+                .map_err(|e| invalid(e.to_string()))?,
             Err(std::env::VarError::NotPresent) => policy,
             Err(_) => return Err(invalid("GORO_POLICY is not valid UTF-8".into())),
         };
         let schedtrace = schedtrace_from_env().map_err(invalid)?;
-        let sched = Sched::new(procs, policy, self.thread_name.unwrap_or_else(|| "goro".into()), schedtrace);
+        let sched = Sched::new(
+            procs,
+            policy,
+            self.thread_name.unwrap_or_else(|| "goro".into()),
+            schedtrace,
+        );
         sched.init_idle();
         let s = sched.clone();
         let monitor = std::thread::Builder::new()
             .name(format!("{}-monitor", sched.thread_name))
             .spawn(move || crate::sched::sysmon::monitor_main(s))?;
-        Ok(Runtime { sched, monitor: Some(monitor) })
+        Ok(Runtime {
+            sched,
+            monitor: Some(monitor),
+        })
     }
 }
 
@@ -107,12 +121,17 @@ fn procs_from_env() -> Result<usize, String> {
     match std::env::var("GORO_PROCS") {
         Ok(v) => match v.trim().parse::<usize>() {
             Ok(n) if (1..=MAX_PROCS).contains(&n) => Ok(n),
-            _ => Err(format!("GORO_PROCS='{v}' is invalid: accepted an integer in 1..={MAX_PROCS}")),
+            _ => Err(format!(
+                "GORO_PROCS='{v}' is invalid: accepted an integer in 1..={MAX_PROCS}"
+            )),
         },
-        Err(std::env::VarError::NotPresent) => {
-            Ok(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(MAX_PROCS))
-        }
-        Err(_) => Err(format!("GORO_PROCS is not valid UTF-8: accepted an integer in 1..={MAX_PROCS}")),
+        Err(std::env::VarError::NotPresent) => Ok(std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(MAX_PROCS)),
+        Err(_) => Err(format!(
+            "GORO_PROCS is not valid UTF-8: accepted an integer in 1..={MAX_PROCS}"
+        )),
     }
 }
 
@@ -126,7 +145,9 @@ fn schedtrace_from_env() -> Result<Option<Duration>, String> {
             )),
         },
         Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(_) => Err("GORO_SCHEDTRACE is not valid UTF-8: accepted a number of milliseconds".into()),
+        Err(_) => {
+            Err("GORO_SCHEDTRACE is not valid UTF-8: accepted a number of milliseconds".into())
+        }
     }
 }
 
@@ -148,7 +169,10 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("procs", &self.sched.procs).field("policy", &self.sched.policy).finish()
+        f.debug_struct("Runtime")
+            .field("procs", &self.sched.procs)
+            .field("policy", &self.sched.policy)
+            .finish()
     }
 }
 
@@ -194,7 +218,10 @@ impl Runtime {
             );
         }
         let _enter = EnterGuard::enter(self.sched.clone());
-        let parker = Arc::new(ThreadWaker { thread: std::thread::current(), notified: AtomicBool::new(false) });
+        let parker = Arc::new(ThreadWaker {
+            thread: std::thread::current(),
+            notified: AtomicBool::new(false),
+        });
         let waker = Waker::from(parker.clone());
         let mut cx = Context::from_waker(&waker);
         let mut future = pin!(future);
@@ -271,7 +298,8 @@ impl Drop for Runtime {
         // the flag, so keep joining until the list stays empty.
         let me = std::thread::current().id();
         loop {
-            let batch: Vec<_> = std::mem::take(&mut *sched.threads.lock().unwrap_or_else(|e| e.into_inner()));
+            let batch: Vec<_> =
+                std::mem::take(&mut *sched.threads.lock().unwrap_or_else(|e| e.into_inner()));
             if batch.is_empty() {
                 break;
             }

@@ -184,8 +184,8 @@ impl Policy {
                         .map_err(|_| err(item, format!("'{value}' is not a number")))?
                 }
                 "runnext_steal_pause" => {
-                    self.runnext_steal_pause =
-                        parse_duration(value).ok_or_else(|| err(item, format!("'{value}' is not a duration")))?
+                    self.runnext_steal_pause = parse_duration(value)
+                        .ok_or_else(|| err(item, format!("'{value}' is not a duration")))?
                 }
                 "spin" => {
                     self.spin = parse_spin(value)
@@ -259,8 +259,18 @@ mod tests {
 
     #[test]
     fn malformed_policy_names_the_item_and_the_accepted_form() {
-        for bad in ["runnext", "runnext=maybe", "steal_passes=0", "nope=1", "spin=fast", "runnext_steal_pause=3"] {
-            let e = Policy::default().with_overrides(bad).unwrap_err().to_string();
+        for bad in [
+            "runnext",
+            "runnext=maybe",
+            "steal_passes=0",
+            "nope=1",
+            "spin=fast",
+            "runnext_steal_pause=3",
+        ] {
+            let e = Policy::default()
+                .with_overrides(bad)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("GORO_POLICY"), "{bad}: {e}");
             assert!(e.contains("accepted"), "{bad}: {e}");
         }

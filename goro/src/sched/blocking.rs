@@ -48,8 +48,12 @@ pub fn block_in_place<F, R>(f: F) -> R
 where
     F: FnOnce() -> R,
 {
-    let Some(sched) = current_sched() else { return f() };
-    let Some(p) = current_p(&sched) else { return f() };
+    let Some(sched) = current_sched() else {
+        return f();
+    };
+    let Some(p) = current_p(&sched) else {
+        return f();
+    };
     CTX.with(|c| c.p.set(NO_P));
     sched.handoffp(p);
 
@@ -93,7 +97,9 @@ where
     R: Send + 'static,
 {
     let s = sched.clone();
-    let (runnable, handle) = new_task_with(sched, async move { f() }, move |r: Runnable, _| s.blocking.push(&s, r));
+    let (runnable, handle) = new_task_with(sched, async move { f() }, move |r: Runnable, _| {
+        s.blocking.push(&s, r)
+    });
     runnable.schedule();
     handle
 }
@@ -116,7 +122,13 @@ struct PoolState {
 impl BlockingPool {
     pub(crate) fn new() -> BlockingPool {
         BlockingPool {
-            state: Mutex::new(PoolState { queue: VecDeque::new(), threads: 0, idle: 0, notified: 0, shutdown: false }),
+            state: Mutex::new(PoolState {
+                queue: VecDeque::new(),
+                threads: 0,
+                idle: 0,
+                notified: 0,
+                shutdown: false,
+            }),
             cv: Condvar::new(),
         }
     }
@@ -163,7 +175,10 @@ impl BlockingPool {
                 break;
             }
             st.idle += 1;
-            let (s, res) = self.cv.wait_timeout(st, KEEP_ALIVE).unwrap_or_else(|e| e.into_inner());
+            let (s, res) = self
+                .cv
+                .wait_timeout(st, KEEP_ALIVE)
+                .unwrap_or_else(|e| e.into_inner());
             st = s;
             st.idle -= 1;
             st.notified = st.notified.saturating_sub(1);

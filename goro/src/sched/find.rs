@@ -36,18 +36,28 @@ impl Machine {
         let pid = self.p();
         let p = &self.sched.ps[pid];
         // Relaxed: schedtick is written only by this thread.
-        if p.schedtick.load(Ordering::Relaxed) % GLOBAL_FAIRNESS_TICK == 0 && !self.sched.global.is_empty() {
+        if p.schedtick
+            .load(Ordering::Relaxed)
+            .is_multiple_of(GLOBAL_FAIRNESS_TICK)
+            && !self.sched.global.is_empty()
+        {
             if let Some((t, _)) = self.sched.global.take_batch(self.sched.procs, 0, 1) {
                 bump(&p.counters.global_tasks, 1);
                 return Some((t, false));
             }
         }
-        if let Some(found) = p.runq.get(self.inherited >= crate::sched::machine::INHERIT_MAX) {
+        if let Some(found) = p
+            .runq
+            .get(self.inherited >= crate::sched::machine::INHERIT_MAX)
+        {
             return Some(found);
         }
         let start = Instant::now();
         let found = self.find_slow();
-        bump_shared(&self.sched.counters.find_runnable_ns, start.elapsed().as_nanos() as u64);
+        bump_shared(
+            &self.sched.counters.find_runnable_ns,
+            start.elapsed().as_nanos() as u64,
+        );
         found
     }
 
@@ -60,7 +70,10 @@ impl Machine {
             if let Some(t) = p.runq.get(false) {
                 return Some(t);
             }
-            if let Some((t, rest)) = sched.global.take_batch(sched.procs, p.runq.free(), usize::MAX) {
+            if let Some((t, rest)) = sched
+                .global
+                .take_batch(sched.procs, p.runq.free(), usize::MAX)
+            {
                 bump(&p.counters.global_batches, 1);
                 bump(&p.counters.global_tasks, 1 + rest.len() as u64);
                 p.runq.put_batch(rest);
@@ -118,9 +131,11 @@ impl Machine {
     /// Go's `checkRunqsNoP`: is there a P with queued work?
     fn any_local_work(&self) -> bool {
         let sched = &self.sched;
-        sched.ps.iter().enumerate().any(|(i, p)| {
-            !(sched.policy.idle_mask && sched.idle.is_idle(i)) && !p.runq.is_empty()
-        })
+        let skip = |i| sched.policy.idle_mask && sched.idle.is_idle(i);
+        sched
+            .ps
+            .iter()
+            .enumerate()
+            .any(|(i, p)| !skip(i) && !p.runq.is_empty())
     }
 }
-

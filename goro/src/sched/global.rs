@@ -21,7 +21,10 @@ pub(crate) const GLOBAL_BATCH_MAX: usize = 128;
 
 impl GlobalQueue {
     pub(crate) fn new() -> GlobalQueue {
-        GlobalQueue { q: Mutex::new(VecDeque::new()), len: AtomicUsize::new(0) }
+        GlobalQueue {
+            q: Mutex::new(VecDeque::new()),
+            len: AtomicUsize::new(0),
+        }
     }
 
     /// The length, without the lock. SeqCst: read on the idle side of the
@@ -48,7 +51,12 @@ impl GlobalQueue {
 
     /// Go's `globrunqget`: takes a batch for one of `procs` Ps with `room`
     /// free slots; returns the first task to run and the rest for the ring.
-    pub(crate) fn take_batch(&self, procs: usize, room: usize, max: usize) -> Option<(Runnable, Vec<Runnable>)> {
+    pub(crate) fn take_batch(
+        &self,
+        procs: usize,
+        room: usize,
+        max: usize,
+    ) -> Option<(Runnable, Vec<Runnable>)> {
         if self.is_empty() {
             return None;
         }
@@ -57,7 +65,12 @@ impl GlobalQueue {
         if len == 0 {
             return None;
         }
-        let n = len.min(len / procs + 1).min(GLOBAL_BATCH_MAX).min(room + 1).min(max).max(1);
+        let n = len
+            .min(len / procs + 1)
+            .min(GLOBAL_BATCH_MAX)
+            .min(room + 1)
+            .min(max)
+            .max(1);
         let first = q.pop_front()?;
         let rest: Vec<Runnable> = q.drain(..n - 1).collect();
         self.len.store(q.len(), Ordering::SeqCst);

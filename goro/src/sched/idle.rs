@@ -59,7 +59,10 @@ pub(crate) struct Idle {
 impl Idle {
     pub(crate) fn new(procs: usize) -> Idle {
         Idle {
-            lists: Mutex::new(IdleLists { ps: Vec::with_capacity(procs), ms: Vec::new() }),
+            lists: Mutex::new(IdleLists {
+                ps: Vec::with_capacity(procs),
+                ms: Vec::new(),
+            }),
             npidle: AtomicUsize::new(0),
             nmspinning: AtomicUsize::new(0),
             mask: (0..procs.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),

@@ -50,7 +50,11 @@ fn loom_runq_owner_and_thief_take_each_task_once() {
         let rest = run_all(victim.drain()) + run_all(thief_q.drain());
         let mut ran = log.ran.lock().unwrap().clone();
         ran.sort();
-        assert_eq!(ran, vec![0, 1], "each task exactly once (owner {owner}, thief {stolen}, rest {rest})");
+        assert_eq!(
+            ran,
+            vec![0, 1],
+            "each task exactly once (owner {owner}, thief {stolen}, rest {rest})"
+        );
     });
 }
 
@@ -81,7 +85,11 @@ fn loom_runq_overflow_races_with_steal() {
         run_all(thief_q.drain());
         let mut ran = log.ran.lock().unwrap().clone();
         ran.sort();
-        assert_eq!(ran, (0..=RING_SIZE).collect::<Vec<_>>(), "each task exactly once");
+        assert_eq!(
+            ran,
+            (0..=RING_SIZE).collect::<Vec<_>>(),
+            "each task exactly once"
+        );
     });
 }
 
@@ -99,7 +107,13 @@ fn going_idle(sched: &Arc<Sched>, p: usize, spinning: bool) -> bool {
         c.sched.set(Arc::as_ptr(sched));
         c.p.set(p);
     });
-    let mut m = Machine { sched: sched.clone(), parker: Arc::new(Parker::new()), spinning, inherited: 0, rng: 7 };
+    let mut m = Machine {
+        sched: sched.clone(),
+        parker: Arc::new(Parker::new()),
+        spinning,
+        inherited: 0,
+        rng: 7,
+    };
     let found = m.find_runnable();
     let got = found.is_some();
     if let Some((t, _)) = found {

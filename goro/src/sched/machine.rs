@@ -46,7 +46,10 @@ pub(crate) struct Ctx {
 impl Ctx {
     #[cfg_attr(not(loom), allow(dead_code))]
     const fn new() -> Ctx {
-        Ctx { sched: Cell::new(ptr::null()), p: Cell::new(NO_P) }
+        Ctx {
+            sched: Cell::new(ptr::null()),
+            p: Cell::new(NO_P),
+        }
     }
 }
 
@@ -231,7 +234,13 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
         h.write_usize(sched.nthreads.load(Ordering::Relaxed));
         h.finish() | 1
     };
-    let mut m = Machine { sched, parker: Arc::new(Parker::new()), spinning: false, inherited: 0, rng: seed };
+    let mut m = Machine {
+        sched,
+        parker: Arc::new(Parker::new()),
+        spinning: false,
+        inherited: 0,
+        rng: seed,
+    };
     let mut next = Some(first);
     loop {
         let h = match next.take() {
@@ -262,7 +271,10 @@ pub(crate) struct EnterGuard {
 impl EnterGuard {
     pub(crate) fn enter(sched: Arc<Sched>) -> EnterGuard {
         let prev = CTX.with(|c| c.sched.replace(Arc::as_ptr(&sched)));
-        EnterGuard { prev, _sched: sched }
+        EnterGuard {
+            prev,
+            _sched: sched,
+        }
     }
 }
 

@@ -30,12 +30,12 @@
 //! `Sched` is the global state (Go's `schedt` plus `allp`).
 
 pub(crate) mod backoff;
-#[cfg(all(test, loom))]
-mod loom_tests;
 pub(crate) mod blocking;
 pub(crate) mod find;
 pub(crate) mod global;
 pub(crate) mod idle;
+#[cfg(all(test, loom))]
+mod loom_tests;
 pub(crate) mod machine;
 pub(crate) mod park;
 pub(crate) mod processor;
@@ -88,12 +88,19 @@ pub(crate) struct Sched {
 }
 
 impl Sched {
-    pub(crate) fn new(procs: usize, policy: Policy, thread_name: String, schedtrace: Option<std::time::Duration>) -> Arc<Sched> {
+    pub(crate) fn new(
+        procs: usize,
+        policy: Policy,
+        thread_name: String,
+        schedtrace: Option<std::time::Duration>,
+    ) -> Arc<Sched> {
         let coprimes = (1..=procs).filter(|&i| gcd(i, procs) == 1).collect();
         Arc::new_cyclic(|me| Sched {
             procs,
             policy,
-            ps: (0..procs).map(|i| CachePadded::new(Processor::new(i))).collect(),
+            ps: (0..procs)
+                .map(|i| CachePadded::new(Processor::new(i)))
+                .collect(),
             global: GlobalQueue::new(),
             idle: Idle::new(procs),
             coprimes,
@@ -227,14 +234,21 @@ impl Sched {
 
     #[cfg(not(loom))]
     fn spawn_m(&self, h: Handoff) {
-        let sched = self.me.upgrade().expect("goro: scheduler dropped while starting a thread");
+        let sched = self
+            .me
+            .upgrade()
+            .expect("goro: scheduler dropped while starting a thread");
         let n = self.nthreads.fetch_add(1, Ordering::Relaxed);
         bump_shared(&self.counters.threads_started, 1);
         let spawned = std::thread::Builder::new()
             .name(format!("{}-m{n}", self.thread_name))
             .spawn(move || machine::m_main(sched, h));
         match spawned {
-            Ok(jh) => self.threads.lock().unwrap_or_else(|e| e.into_inner()).push(jh),
+            Ok(jh) => self
+                .threads
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(jh),
             Err(e) => {
                 // No thread: give the P back so nothing is lost; the work stays
                 // queued for the threads that exist.

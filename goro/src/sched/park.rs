@@ -29,7 +29,10 @@ pub(crate) struct Parker {
 
 impl Parker {
     pub(crate) fn new() -> Parker {
-        Parker { slot: Mutex::new(None), cv: Condvar::new() }
+        Parker {
+            slot: Mutex::new(None),
+            cv: Condvar::new(),
+        }
     }
 
     /// Hands `h` to the parked M and wakes it.
@@ -37,7 +40,10 @@ impl Parker {
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         // An Exit may overwrite a pending P handoff only at shutdown, when
         // the P no longer matters.
-        debug_assert!(slot.is_none() || h == Handoff::Exit, "goro: double handoff to one M");
+        debug_assert!(
+            slot.is_none() || h == Handoff::Exit,
+            "goro: double handoff to one M"
+        );
         *slot = Some(h);
         drop(slot);
         self.cv.notify_one();
@@ -54,7 +60,10 @@ impl Parker {
                 None => slot = self.cv.wait(slot).unwrap_or_else(|e| e.into_inner()),
                 #[cfg(not(loom))]
                 Some(d) => {
-                    let (s, res) = self.cv.wait_timeout(slot, d).unwrap_or_else(|e| e.into_inner());
+                    let (s, res) = self
+                        .cv
+                        .wait_timeout(slot, d)
+                        .unwrap_or_else(|e| e.into_inner());
                     slot = s;
                     if res.timed_out() {
                         return slot.take();

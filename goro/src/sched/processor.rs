@@ -10,9 +10,9 @@
 
 // std atomics even under loom: these are progress hints for the monitor and
 // thieves (a stale value delays or repeats a retake), not synchronization.
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::sched::runq::RunQueue;
 use crate::stats::Counters;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 pub(crate) struct Processor {
     pub(crate) id: usize,

@@ -72,7 +72,9 @@ impl RunQueue {
         RunQueue {
             head: AtomicU32::new(0),
             tail: AtomicU32::new(0),
-            buf: (0..RING_SIZE).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+            buf: (0..RING_SIZE)
+                .map(|_| AtomicPtr::new(ptr::null_mut()))
+                .collect(),
             runnext: AtomicPtr::new(ptr::null_mut()),
         }
     }
@@ -150,7 +152,11 @@ impl RunQueue {
     /// with `task` appended. `None` if a consumer moved `head` first.
     fn put_slow(&self, task: *mut (), h: u32, t: u32) -> Option<Vec<Runnable>> {
         let n = t.wrapping_sub(h) / 2;
-        debug_assert_eq!(n as usize, RING_SIZE / 2, "put_slow on a ring that is not full");
+        debug_assert_eq!(
+            n as usize,
+            RING_SIZE / 2,
+            "put_slow on a ring that is not full"
+        );
         let mut batch: Vec<*mut ()> = Vec::with_capacity(n as usize + 1);
         for i in 0..n {
             batch.push(self.buf[(h.wrapping_add(i) & MASK) as usize].load(Ordering::Relaxed));
@@ -166,7 +172,12 @@ impl RunQueue {
         batch.push(task);
         // SAFETY: our CAS removed exactly these pointers from the ring, and each
         // came from `Runnable::into_raw` in `put`; nobody else can reclaim them.
-        Some(batch.into_iter().map(|p| unsafe { Runnable::from_raw(nn(p)) }).collect())
+        Some(
+            batch
+                .into_iter()
+                .map(|p| unsafe { Runnable::from_raw(nn(p)) })
+                .collect(),
+        )
     }
 
     /// Owner only. Pushes a batch (oldest first) taken from the global queue,
@@ -227,10 +238,12 @@ impl RunQueue {
         let mut next = self.runnext.load(Ordering::Acquire);
         while !next.is_null() {
             // Acquire: pairs with the Release half of the swap in `put`.
-            match self
-                .runnext
-                .compare_exchange_weak(next, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
-            {
+            match self.runnext.compare_exchange_weak(
+                next,
+                ptr::null_mut(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 // SAFETY: our CAS removed the pointer; `put` made it from into_raw.
                 Ok(_) => return Some(unsafe { Runnable::from_raw(nn(next)) }),
                 Err(cur) => next = cur,
@@ -264,7 +277,9 @@ impl RunQueue {
         let last = self.buf[(t.wrapping_add(n) & MASK) as usize].load(Ordering::Relaxed);
         if n > 0 {
             debug_assert!(
-                t.wrapping_sub(self.head.load(Ordering::Acquire)).wrapping_add(n) < RING_SIZE as u32,
+                t.wrapping_sub(self.head.load(Ordering::Acquire))
+                    .wrapping_add(n)
+                    < RING_SIZE as u32,
                 "steal_into overflowed the thief's ring"
             );
             // Release: publishes the copied slots.
@@ -375,7 +390,11 @@ mod tests {
     /// Runs the task and returns the id it logged.
     fn id(t: Runnable, log: &Log) -> usize {
         t.run();
-        *log.ran.lock().unwrap().last().expect("the task logged its id")
+        *log.ran
+            .lock()
+            .unwrap()
+            .last()
+            .expect("the task logged its id")
     }
 
     #[test]
@@ -385,7 +404,10 @@ mod tests {
         // Move head and tail around the ring several times.
         for round in 0..5 {
             for t in tasks(200, &log) {
-                assert!(matches!(q.put(t, false), Put::Ring), "no overflow below capacity");
+                assert!(
+                    matches!(q.put(t, false), Put::Ring),
+                    "no overflow below capacity"
+                );
             }
             for i in 0..200 {
                 let (t, inherit) = q.get(false).expect("queued task");
@@ -405,11 +427,16 @@ mod tests {
         for t in all {
             assert!(matches!(q.put(t, false), Put::Ring));
         }
-        let Put::Overflow(batch) = q.put(extra, false) else { panic!("a full ring overflows") };
+        let Put::Overflow(batch) = q.put(extra, false) else {
+            panic!("a full ring overflows")
+        };
         let ids: Vec<usize> = batch.into_iter().map(|t| id(t, &log)).collect();
         let mut want: Vec<usize> = (0..RING_SIZE / 2).collect();
         want.push(RING_SIZE);
-        assert_eq!(ids, want, "overflow batch is the older half, then the new task");
+        assert_eq!(
+            ids, want,
+            "overflow batch is the older half, then the new task"
+        );
         assert_eq!(q.len(), RING_SIZE / 2);
         assert_eq!(id(q.get(false).unwrap().0, &log), RING_SIZE / 2);
     }
@@ -422,8 +449,9 @@ mod tests {
         assert!(matches!(q.put(ts.next().unwrap(), false), Put::Ring)); // 0 in ring
         assert!(matches!(q.put(ts.next().unwrap(), true), Put::Runnext)); // 1 in runnext
         assert!(matches!(q.put(ts.next().unwrap(), true), Put::Ring)); // 2 in runnext, 1 to tail
-        let order: Vec<(usize, bool)> =
-            std::iter::from_fn(|| q.get(false)).map(|(t, inh)| (id(t, &log), inh)).collect();
+        let order: Vec<(usize, bool)> = std::iter::from_fn(|| q.get(false))
+            .map(|(t, inh)| (id(t, &log), inh))
+            .collect();
         assert_eq!(order, vec![(2, true), (0, false), (1, false)]);
     }
 
@@ -449,7 +477,9 @@ mod tests {
             victim.put(t, false);
         }
         victim.put(ts.next().unwrap(), true);
-        let (first, n) = thief.steal_into(&victim, false, |_| true).expect("work to steal");
+        let (first, n) = thief
+            .steal_into(&victim, false, |_| true)
+            .expect("work to steal");
         assert_eq!(n, 4, "half of 7, rounded up");
         assert_eq!(id(first, &log), 3, "the thief runs the newest stolen task");
         assert_eq!(thief.len(), 3);
@@ -464,7 +494,10 @@ mod tests {
         let log = Log::default();
         victim.put(tasks(1, &log).pop().unwrap(), true);
         assert!(thief.steal_into(&victim, false, |_| true).is_none());
-        assert!(thief.steal_into(&victim, true, |_| false).is_none(), "a declined pause steals nothing");
+        assert!(
+            thief.steal_into(&victim, true, |_| false).is_none(),
+            "a declined pause steals nothing"
+        );
         let mut paused = false;
         let (t, n) = thief
             .steal_into(&victim, true, |_| {

@@ -41,7 +41,12 @@ pub(crate) struct Monitor {
 
 impl Monitor {
     pub(crate) fn new(schedtrace: Option<Duration>) -> Monitor {
-        Monitor { idle_sleep: AtomicBool::new(false), lock: Mutex::new(false), cv: Condvar::new(), schedtrace }
+        Monitor {
+            idle_sleep: AtomicBool::new(false),
+            lock: Mutex::new(false),
+            cv: Condvar::new(),
+            schedtrace,
+        }
     }
 
     /// Called when a P leaves the idle list: wakes the monitor if it sleeps.
@@ -67,7 +72,12 @@ impl Monitor {
         let mut woken = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         if !*woken {
             woken = match d {
-                Some(d) => self.cv.wait_timeout(woken, d).unwrap_or_else(|e| e.into_inner()).0,
+                Some(d) => {
+                    self.cv
+                        .wait_timeout(woken, d)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
                 None => self.cv.wait(woken).unwrap_or_else(|e| e.into_inner()),
             };
         }
@@ -97,7 +107,8 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             // running now: start every P's clock afresh.
             let now = sched.start.elapsed().as_nanos() as u64;
             for p in sched.ps.iter() {
-                p.mon_tick.store(p.schedtick.load(Ordering::Relaxed), Ordering::Relaxed);
+                p.mon_tick
+                    .store(p.schedtick.load(Ordering::Relaxed), Ordering::Relaxed);
                 p.mon_when.store(now, Ordering::Relaxed);
             }
         } else {
@@ -111,7 +122,11 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             return;
         }
         let retook = retake(&sched);
-        delay = if retook { MIN_SLEEP } else { (delay * 2).min(MAX_SLEEP) };
+        delay = if retook {
+            MIN_SLEEP
+        } else {
+            (delay * 2).min(MAX_SLEEP)
+        };
         if let Some(iv) = mon.schedtrace {
             if last_trace.elapsed() >= iv {
                 last_trace = Instant::now();

@@ -38,21 +38,33 @@ where
     F::Output: Send + 'static,
 {
     let s = sched.clone();
-    new_task_with(sched, future, move |runnable: Runnable, info: async_task::ScheduleInfo| {
-        s.schedule(runnable, info.woken_while_running);
-    })
+    new_task_with(
+        sched,
+        future,
+        move |runnable: Runnable, info: async_task::ScheduleInfo| {
+            s.schedule(runnable, info.woken_while_running);
+        },
+    )
 }
 
 /// Like [`new_task`] with a custom schedule function (the blocking pool's).
-pub(crate) fn new_task_with<F, S>(sched: &Arc<Sched>, future: F, schedule: S) -> (Runnable, JoinHandle<F::Output>)
+pub(crate) fn new_task_with<F, S>(
+    sched: &Arc<Sched>,
+    future: F,
+    schedule: S,
+) -> (Runnable, JoinHandle<F::Output>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     S: Fn(Runnable, async_task::ScheduleInfo) + Send + Sync + 'static,
 {
     let _ = sched;
-    let wrapped = TaskFuture { future, registered: None };
-    let (runnable, task) = async_task::Builder::new().spawn(|()| wrapped, async_task::WithInfo(schedule));
+    let wrapped = TaskFuture {
+        future,
+        registered: None,
+    };
+    let (runnable, task) =
+        async_task::Builder::new().spawn(|()| wrapped, async_task::WithInfo(schedule));
     (runnable, JoinHandle::new(task))
 }
 
@@ -110,7 +122,9 @@ const REGISTRY_SHARDS: usize = 16;
 
 impl Registry {
     pub(crate) fn new() -> Registry {
-        Registry { shards: (0..REGISTRY_SHARDS).map(|_| Default::default()).collect() }
+        Registry {
+            shards: (0..REGISTRY_SHARDS).map(|_| Default::default()).collect(),
+        }
     }
 
     fn shard(&self, key: usize) -> &std::sync::Mutex<std::collections::HashMap<usize, Waker>> {
@@ -122,12 +136,19 @@ impl Registry {
         // The waker's data pointer is the task allocation: unique while the
         // task lives, and we unregister before it is freed.
         let key = waker.data() as usize;
-        self.shard(key).lock().unwrap_or_else(|e| e.into_inner()).insert(key, waker.clone());
+        self.shard(key)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, waker.clone());
         key
     }
 
     fn unregister(&self, key: usize) {
-        let removed = self.shard(key).lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+        let removed = self
+            .shard(key)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
         drop(removed);
     }
 
@@ -165,10 +186,14 @@ pub struct JoinHandle<T> {
 
 impl<T> JoinHandle<T> {
     fn new(task: async_task::Task<Result<T, JoinError>>) -> JoinHandle<T> {
-        JoinHandle { task: std::sync::Mutex::new(Some(task.fallible())) }
+        JoinHandle {
+            task: std::sync::Mutex::new(Some(task.fallible())),
+        }
     }
 
-    fn slot(&self) -> std::sync::MutexGuard<'_, Option<async_task::FallibleTask<Result<T, JoinError>>>> {
+    fn slot(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Option<async_task::FallibleTask<Result<T, JoinError>>>> {
         self.task.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -227,7 +252,9 @@ impl<T> Future for JoinHandle<T> {
 
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JoinHandle").field("finished", &self.is_finished()).finish()
+        f.debug_struct("JoinHandle")
+            .field("finished", &self.is_finished())
+            .finish()
     }
 }
 
@@ -257,7 +284,9 @@ impl JoinError {
     pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
         match self {
             JoinError::Panic(p) => p,
-            JoinError::Cancelled => panic!("JoinError::into_panic on a cancelled task (check is_panic first)"),
+            JoinError::Cancelled => {
+                panic!("JoinError::into_panic on a cancelled task (check is_panic first)")
+            }
         }
     }
 

@@ -6,7 +6,11 @@ use std::time::{Duration, Instant};
 
 /// Runs `f` on a fresh thread and fails the test with `what` if it has not
 /// finished within `limit` (a hung scheduler must fail, not hang CI).
-pub fn within<T: Send + 'static>(limit: Duration, what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+pub fn within<T: Send + 'static>(
+    limit: Duration,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
     let (tx, rx) = mpsc::channel();
     let h = std::thread::spawn(move || {
         let _ = tx.send(f());
@@ -28,7 +32,10 @@ pub fn within<T: Send + 'static>(limit: Duration, what: &str, f: impl FnOnce() -
 pub fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !cond() {
-        assert!(Instant::now() < deadline, "condition not reached within {limit:?}: {what}");
+        assert!(
+            Instant::now() < deadline,
+            "condition not reached within {limit:?}: {what}"
+        );
         std::thread::yield_now();
     }
 }
@@ -36,7 +43,10 @@ pub fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
 /// The ids of this process's threads whose name starts with `prefix`.
 pub fn threads_named(prefix: &str) -> Vec<u32> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc/self/task").expect("/proc/self/task").flatten() {
+    for e in std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .flatten()
+    {
         let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
         if comm.trim_end().starts_with(prefix) {
             out.push(e.file_name().to_string_lossy().parse().unwrap());
