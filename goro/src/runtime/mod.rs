@@ -281,41 +281,31 @@ impl Drop for Runtime {
     fn drop(&mut self) {
         let sched = &self.sched;
         sched.shutdown.store(true, Ordering::SeqCst);
-        // Wake every parked M with Exit. Under the idle lock: an M about to
-        // park checks the flag under the same lock (see `stopm`).
-        {
-            let mut lists = sched.idle.lock();
-            for m in lists.ms.drain(..) {
-                m.unpark(crate::sched::park::Handoff::Exit);
-            }
-        }
         sched.monitor.kick();
         if let Some(m) = self.monitor.take() {
             let _ = m.join();
         }
         // Running Ms see the flag at the top of their loop and exit through
-        // `stopm`. New threads may still be started until every M has seen
-        // the flag, so keep joining until the list stays empty.
+        // `stopm`, which checks it under the idle lock; parked Ms are woken
+        // here under that same lock, so none can fall asleep unseen. New
+        // threads may start until every M has seen the flag: keep joining
+        // until the thread list stays empty.
         let me = std::thread::current().id();
         loop {
-            let batch: Vec<_> =
+            for m in sched.idle.lock().ms.drain(..) {
+                m.unpark(crate::sched::park::Handoff::Exit);
+            }
+            let batch =
                 std::mem::take(&mut *sched.threads.lock().unwrap_or_else(|e| e.into_inner()));
             if batch.is_empty() {
                 break;
             }
             for t in batch {
-                if t.thread().id() == me {
-                    continue; // dropped from inside one of our own tasks: cannot join ourselves
+                // Dropped from inside one of our own tasks: we cannot join
+                // ourselves; this thread exits when the task returns.
+                if t.thread().id() != me {
+                    let _ = t.join();
                 }
-                // Ms that parked before the flag was set have been woken
-                // above; those that park later see the flag.
-                {
-                    let mut lists = sched.idle.lock();
-                    for m in lists.ms.drain(..) {
-                        m.unpark(crate::sched::park::Handoff::Exit);
-                    }
-                }
-                let _ = t.join();
             }
         }
         sched.blocking.shutdown();
