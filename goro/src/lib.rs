@@ -4,5 +4,6 @@
 pub(crate) mod loom;
 pub mod runtime;
 pub(crate) mod sched;
+pub mod sync;
 
 pub use runtime::policy::{Policy, PolicyError, SpinPolicy};
