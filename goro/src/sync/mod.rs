@@ -126,42 +126,35 @@ pub(crate) mod cell {
 }
 
 /// Runs `fut` to completion on the calling thread, parking the thread between
-/// polls; the engine of every `*_blocking` method.
-///
-/// Under `cfg(loom)` this is `loom::future::block_on`, so blocking waits are
-/// part of the model.
+/// polls; the engine of every `*_blocking` method. Under `cfg(loom)` it parks
+/// through loom, so blocking waits are part of the model.
 pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
+    use std::task::{Context, Poll, Wake};
     #[cfg(loom)]
-    {
-        loom::future::block_on(fut)
-    }
+    use loom::thread::{self, Thread};
     #[cfg(not(loom))]
-    {
-        use std::sync::Arc;
-        use std::task::{Context, Poll, Wake};
-        use std::thread::{self, Thread};
+    use std::thread::{self, Thread};
 
-        struct Unparker(Thread);
-        impl Wake for Unparker {
-            fn wake(self: Arc<Self>) {
-                self.0.unpark();
-            }
-            fn wake_by_ref(self: &Arc<Self>) {
-                self.0.unpark();
-            }
+    struct Unparker(Thread);
+    impl Wake for Unparker {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
         }
+        fn wake_by_ref(self: &std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
 
-        let waker = Waker::from(Arc::new(Unparker(thread::current())));
-        let mut cx = Context::from_waker(&waker);
-        let mut fut = std::pin::pin!(fut);
-        loop {
-            if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
-                return out;
-            }
-            // A wake between the poll and here leaves the unpark token set,
-            // so this returns at once; a spurious return only costs a poll.
-            thread::park();
+    let waker = Waker::from(std::sync::Arc::new(Unparker(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return out;
         }
+        // A wake between the poll and here leaves the unpark token set, so
+        // this returns at once; a spurious return only costs a poll.
+        thread::park();
     }
 }
 

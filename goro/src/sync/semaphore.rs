@@ -221,7 +221,7 @@ impl Semaphore {
     /// assert!(sem.try_acquire_many(2).is_some());
     /// ```
     pub fn try_acquire_many(&self, n: usize) -> Option<SemaphorePermit<'_>> {
-        self.try_acquire_raw(n).then_some(SemaphorePermit { sem: self, n })
+        self.try_acquire_raw(n).then(|| SemaphorePermit { sem: self, n })
     }
 
     /// One CAS loop on `available`; never waits, never barges (`available`
