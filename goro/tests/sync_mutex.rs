@@ -51,7 +51,10 @@ fn mutex_excludes_writers_of_a_plain_counter_across_threads() {
                             std::hint::spin_loop();
                         },
                     };
-                    assert!(!inside.swap(true, SeqCst), "two guards inside the critical section");
+                    assert!(
+                        !inside.swap(true, SeqCst),
+                        "two guards inside the critical section"
+                    );
                     // SAFETY: under the mutex.
                     unsafe {
                         let v = *counter.0.get();
@@ -67,7 +70,11 @@ fn mutex_excludes_writers_of_a_plain_counter_across_threads() {
     workers.into_iter().for_each(|w| w.join());
     // SAFETY: all threads joined.
     let total = unsafe { *counter.0.get() };
-    assert_eq!(total, THREADS as u64 * ITERS, "increments were lost: the mutex let two owners in");
+    assert_eq!(
+        total,
+        THREADS as u64 * ITERS,
+        "increments were lost: the mutex let two owners in"
+    );
 }
 
 #[test]
@@ -136,10 +143,17 @@ fn normal_mode_lets_an_arriving_locker_barge_past_a_woken_waiter() {
     w.pending("held");
     drop(g); // wakes `w`, which has not run yet
     let barger = m.try_lock();
-    assert!(barger.is_some(), "in normal mode a running locker may take the mutex from a woken waiter");
+    assert!(
+        barger.is_some(),
+        "in normal mode a running locker may take the mutex from a woken waiter"
+    );
     w.pending("the woken waiter lost and queues again");
     drop(barger);
-    assert_eq!(w.wakes(), 2, "the requeued waiter is woken by the next unlock");
+    assert_eq!(
+        w.wakes(),
+        2,
+        "the requeued waiter is woken by the next unlock"
+    );
     drop(w.ready("second wake-up"));
 }
 
@@ -152,7 +166,11 @@ fn woken_waiter_that_lost_requeues_ahead_of_later_waiters() {
     let mut second = Probe::new(m.lock());
     second.pending("held");
     drop(g);
-    assert_eq!((first.wakes(), second.wakes()), (1, 0), "unlock wakes the head only");
+    assert_eq!(
+        (first.wakes(), second.wakes()),
+        (1, 0),
+        "unlock wakes the head only"
+    );
     let barger = m.try_lock().expect("barging in normal mode");
     first.pending("lost to the barger, requeued");
     drop(barger);
@@ -201,7 +219,10 @@ fn unlock_in_starvation_mode_hands_the_lock_to_the_head_waiter() {
     drop(g);
     assert!(m.try_lock().is_none(), "handed on to the last waiter");
     drop(late.ready("last waiter"));
-    assert!(m.try_lock().is_some(), "the last handoff returns the mutex to normal mode");
+    assert!(
+        m.try_lock().is_some(),
+        "the last handoff returns the mutex to normal mode"
+    );
 }
 
 #[test]
@@ -265,7 +286,11 @@ fn dropped_woken_waiter_passes_the_wake_up_on() {
     drop(g);
     assert_eq!((first.wakes(), second.wakes()), (1, 0));
     drop(first); // woken but never ran
-    assert_eq!(second.wakes(), 1, "the wake-up of a dropped waiter must go to the next one");
+    assert_eq!(
+        second.wakes(),
+        1,
+        "the wake-up of a dropped waiter must go to the next one"
+    );
     drop(second.ready("next waiter takes the free mutex"));
 }
 
@@ -278,7 +303,11 @@ fn lock_handed_to_a_dropped_waiter_is_passed_to_the_next() {
     next.pending("starvation mode: queue at the tail");
     drop(barger); // hands the mutex to `head`
     drop(head); // ...which is cancelled before it runs
-    assert_eq!(next.wakes(), 1, "the handoff must move on to the next waiter");
+    assert_eq!(
+        next.wakes(),
+        1,
+        "the handoff must move on to the next waiter"
+    );
     assert!(m.try_lock().is_none(), "still handed off, not up for grabs");
     drop(next.ready("received the handoff"));
     assert!(m.try_lock().is_some(), "free once the last owner unlocks");
@@ -291,7 +320,10 @@ fn lock_handed_to_the_last_dropped_waiter_is_released() {
     let barger = enter_starvation(&m, &mut head);
     drop(barger); // hands the mutex to `head`, the only waiter
     drop(head);
-    assert!(m.try_lock().is_some(), "the mutex was leaked to a dropped waiter");
+    assert!(
+        m.try_lock().is_some(),
+        "the mutex was leaked to a dropped waiter"
+    );
 }
 
 #[test]
@@ -301,7 +333,10 @@ fn dropping_the_last_queued_waiter_ends_starvation_mode() {
     let barger = enter_starvation(&m, &mut head);
     drop(head); // still queued (not handed anything) when dropped
     drop(barger);
-    assert!(m.try_lock().is_some(), "no waiter is left, so nobody may be owed the mutex");
+    assert!(
+        m.try_lock().is_some(),
+        "no waiter is left, so nobody may be owed the mutex"
+    );
 }
 
 #[test]

@@ -25,7 +25,10 @@ fn get_is_none_until_initialized() {
 fn set_on_an_initialized_cell_returns_the_value() {
     let cell = OnceCell::new();
     cell.set(String::from("first")).unwrap();
-    assert_eq!(cell.set(String::from("second")), Err(String::from("second")));
+    assert_eq!(
+        cell.set(String::from("second")),
+        Err(String::from("second"))
+    );
     assert_eq!(cell.get().unwrap(), "first");
 }
 
@@ -57,7 +60,10 @@ fn only_one_initializer_runs_among_many_threads() {
         .collect();
     let values: Vec<_> = threads.into_iter().map(|t| t.join()).collect();
     assert_eq!(runs.load(SeqCst), 1, "more than one initializer ran");
-    assert!(values.iter().all(|v| *v == values[0]), "callers saw different values: {values:?}");
+    assert!(
+        values.iter().all(|v| *v == values[0]),
+        "callers saw different values: {values:?}"
+    );
 }
 
 #[test]
@@ -66,7 +72,8 @@ fn waiters_get_the_value_of_the_running_initializer() {
     let (tx, rx) = oneshot::channel::<u32>();
     let mut first = Probe::new(cell.get_or_init(|| async { rx.await.unwrap() }));
     first.pending("the initializer waits for its input");
-    let mut second = Probe::new(cell.get_or_init(|| async { panic!("a second initializer must not run") }));
+    let mut second =
+        Probe::new(cell.get_or_init(|| async { panic!("a second initializer must not run") }));
     second.pending("another caller's initializer is running");
     tx.send(7).unwrap();
     assert_eq!(*first.ready("input arrived"), 7);
@@ -83,7 +90,11 @@ fn dropped_initializer_lets_a_waiter_take_over() {
     let mut second = Probe::new(cell.get_or_init(|| async { 2 }));
     second.pending("waits for the first");
     drop(first); // cancelled mid-initialization
-    assert_eq!(second.wakes(), 1, "the waiter must learn the initializer is gone");
+    assert_eq!(
+        second.wakes(),
+        1,
+        "the waiter must learn the initializer is gone"
+    );
     assert_eq!(*second.ready("runs its own initializer"), 2);
     assert_eq!(cell.get(), Some(&2));
 }

@@ -18,7 +18,10 @@ fn readers_share_the_lock() {
     let mut b = Probe::new(lock.read());
     let b = b.ready("a second reader enters beside the first");
     assert_eq!(*a + *b, 2);
-    assert!(lock.try_write().is_none(), "a writer must wait for the readers");
+    assert!(
+        lock.try_write().is_none(),
+        "a writer must wait for the readers"
+    );
 }
 
 #[test]
@@ -40,11 +43,18 @@ fn waiting_writer_blocks_new_readers() {
     let r1 = lock.read_blocking();
     let mut w = Probe::new(lock.write());
     w.pending("a reader holds the lock");
-    assert!(lock.try_read().is_none(), "a queued writer must block new readers (writer preference)");
+    assert!(
+        lock.try_read().is_none(),
+        "a queued writer must block new readers (writer preference)"
+    );
     let mut r2 = Probe::new(lock.read());
     r2.pending("new readers queue behind the waiting writer");
     drop(r1);
-    assert_eq!((w.wakes(), r2.wakes()), (1, 0), "the last reader out admits the writer, not the new reader");
+    assert_eq!(
+        (w.wakes(), r2.wakes()),
+        (1, 0),
+        "the last reader out admits the writer, not the new reader"
+    );
     let g = w.ready("writer");
     drop(g);
     assert_eq!(r2.wakes(), 1);
@@ -62,7 +72,11 @@ fn readers_queued_behind_a_writer_are_admitted_together_before_the_next_writer()
     r2.pending("writer holds");
     w2.pending("writer holds");
     drop(w1);
-    assert_eq!((r1.wakes(), r2.wakes(), w2.wakes()), (1, 1, 0), "one unlock admits every reader queued before the next writer");
+    assert_eq!(
+        (r1.wakes(), r2.wakes(), w2.wakes()),
+        (1, 1, 0),
+        "one unlock admits every reader queued before the next writer"
+    );
     let (g1, g2) = (r1.ready("reader 1"), r2.ready("reader 2"));
     drop(g1);
     assert_eq!(w2.wakes(), 0, "the writer waits for every reader");
@@ -80,7 +94,11 @@ fn dropped_write_future_lets_the_readers_behind_it_in() {
     let mut r2 = Probe::new(lock.read());
     r2.pending("behind the writer");
     drop(w); // cancelled: gives back what it had collected
-    assert_eq!(r2.wakes(), 1, "the reader behind a cancelled writer must be admitted");
+    assert_eq!(
+        r2.wakes(),
+        1,
+        "the reader behind a cancelled writer must be admitted"
+    );
     let g2 = r2.ready("reader");
     drop((r1, g2));
     assert!(lock.try_write().is_some(), "no permit was lost");
@@ -94,7 +112,10 @@ fn dropped_read_future_leaves_no_waiter() {
     r.pending("writer holds");
     drop(r);
     drop(w);
-    assert!(lock.try_write().is_some(), "a cancelled reader must not keep any permit");
+    assert!(
+        lock.try_write().is_some(),
+        "a cancelled reader must not keep any permit"
+    );
 }
 
 #[test]
@@ -115,7 +136,11 @@ fn writer_is_not_starved_by_a_stream_of_readers() {
                     // preference there would almost always be one inside.
                     // (One guard per thread: a second read while a writer
                     // waits would deadlock, as in Go.)
-                    let g = if n % 2 == 0 { lock.read_blocking() } else { futures::executor::block_on(lock.read()) };
+                    let g = if matches!(n % 2, 0) {
+                        lock.read_blocking()
+                    } else {
+                        futures::executor::block_on(lock.read())
+                    };
                     for _ in 0..100 {
                         std::hint::black_box(*g);
                     }
@@ -140,6 +165,11 @@ fn writer_is_not_starved_by_a_stream_of_readers() {
     assert_eq!(*lock.read_blocking(), 20);
 }
 
+/// Every fourth operation of the worker threads below is a write.
+fn is_write(thread: u64, i: u64) -> bool {
+    matches!((thread + i) % 4, 0)
+}
+
 #[test]
 fn readers_never_see_a_half_done_write_across_threads() {
     const THREADS: usize = 6;
@@ -150,7 +180,7 @@ fn readers_never_see_a_half_done_write_across_threads() {
             let lock = lock.clone();
             spawn(format!("worker {t}"), move || {
                 for i in 0..ITERS {
-                    if (t as u64 + i) % 4 == 0 {
+                    if is_write(t as u64, i) {
                         let mut g = futures::executor::block_on(lock.write());
                         g.0 += 1;
                         std::hint::black_box(&*g);
@@ -166,7 +196,9 @@ fn readers_never_see_a_half_done_write_across_threads() {
     workers.into_iter().for_each(|w| w.join());
     let g = lock.read_blocking();
     assert_eq!(g.0, g.1);
-    let writes: u64 = (0..THREADS as u64).map(|t| (0..ITERS).filter(|i| (t + i) % 4 == 0).count() as u64).sum();
+    let writes: u64 = (0..THREADS as u64)
+        .map(|t| (0..ITERS).filter(|&i| is_write(t, i)).count() as u64)
+        .sum();
     assert_eq!(g.0, writes, "a write was lost");
 }
 

@@ -44,7 +44,10 @@ fn large_waiter_at_the_head_is_not_overtaken_by_small_ones() {
         (0, 0),
         "one free permit goes to the head (which needs two), not to the small waiter behind it"
     );
-    assert!(sem.try_acquire().is_none(), "try_acquire must not barge past waiters");
+    assert!(
+        sem.try_acquire().is_none(),
+        "try_acquire must not barge past waiters"
+    );
     drop(b);
     assert_eq!((big.wakes(), small.wakes()), (1, 0));
     let p = big.ready("the head has both permits");
@@ -79,7 +82,11 @@ fn dropped_acquire_hands_its_partial_permits_to_the_next_waiter() {
     let mut small = Probe::new(sem.acquire());
     small.pending("behind the big one");
     drop(big);
-    assert_eq!(small.wakes(), 1, "the permit the cancelled waiter held must reach the next one");
+    assert_eq!(
+        small.wakes(),
+        1,
+        "the permit the cancelled waiter held must reach the next one"
+    );
     let p = small.ready("served");
     drop((p, held));
     assert_eq!(sem.available_permits(), 3, "no permit was lost");
@@ -94,7 +101,11 @@ fn dropped_acquire_that_was_already_served_returns_its_permits() {
     drop(held);
     assert_eq!(w.wakes(), 1);
     drop(w); // served but never ran
-    assert_eq!(sem.available_permits(), 1, "permits given to a dropped waiter must come back");
+    assert_eq!(
+        sem.available_permits(),
+        1,
+        "permits given to a dropped waiter must come back"
+    );
 }
 
 #[test]
@@ -104,7 +115,10 @@ fn dropped_acquire_leaves_no_waiter() {
     w.pending("empty");
     drop(w);
     sem.add_permits(1);
-    assert!(sem.try_acquire().is_some(), "the permit must not be held for a departed waiter");
+    assert!(
+        sem.try_acquire().is_some(),
+        "the permit must not be held for a departed waiter"
+    );
 }
 
 #[test]
@@ -155,5 +169,9 @@ fn semaphore_bounds_concurrency_across_threads() {
         })
         .collect();
     workers.into_iter().for_each(|w| w.join());
-    assert_eq!(sem.available_permits(), PERMITS, "permits were lost or duplicated");
+    assert_eq!(
+        sem.available_permits(),
+        PERMITS,
+        "permits were lost or duplicated"
+    );
 }

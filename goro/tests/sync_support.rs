@@ -49,7 +49,10 @@ impl<T> Deadlined<T> {
                 v
             }
             Err(RecvTimeoutError::Timeout) => {
-                panic!("{} did not finish within {:?} (deadlock or lost wake-up?)", self.what, DEADLINE)
+                panic!(
+                    "{} did not finish within {:?} (deadlock or lost wake-up?)",
+                    self.what, DEADLINE
+                )
             }
             Err(RecvTimeoutError::Disconnected) => match self.handle.join() {
                 Err(payload) => std::panic::resume_unwind(payload),
@@ -93,11 +96,17 @@ pub struct Probe<F: Future> {
 impl<F: Future> Probe<F> {
     pub fn new(fut: F) -> Probe<F> {
         let (waker, wakes) = counting_waker();
-        Probe { fut: Box::pin(fut), waker, wakes }
+        Probe {
+            fut: Box::pin(fut),
+            waker,
+            wakes,
+        }
     }
 
     pub fn poll(&mut self) -> Poll<F::Output> {
-        self.fut.as_mut().poll(&mut Context::from_waker(&self.waker))
+        self.fut
+            .as_mut()
+            .poll(&mut Context::from_waker(&self.waker))
     }
 
     /// Polls and expects `Pending`; `what` explains the expectation.

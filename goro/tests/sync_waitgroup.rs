@@ -130,7 +130,10 @@ fn threads_and_tasks_wait_for_threads() {
     workers.into_iter().for_each(|w| w.join());
     for w in waiters {
         let seen = w.join();
-        assert_eq!(seen, WORKERS, "a waiter returned before every worker was done");
+        assert_eq!(
+            seen, WORKERS,
+            "a waiter returned before every worker was done"
+        );
     }
     wg.wait_blocking();
     assert_eq!(finished.load(SeqCst), WORKERS);

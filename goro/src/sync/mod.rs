@@ -129,9 +129,9 @@ pub(crate) mod cell {
 /// polls; the engine of every `*_blocking` method. Under `cfg(loom)` it parks
 /// through loom, so blocking waits are part of the model.
 pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
-    use std::task::{Context, Poll, Wake};
     #[cfg(loom)]
     use loom::thread::{self, Thread};
+    use std::task::{Context, Poll, Wake};
     #[cfg(not(loom))]
     use std::thread::{self, Thread};
 
@@ -183,8 +183,15 @@ pub(crate) struct WaitList<T> {
 
 #[derive(Debug)]
 enum Slot<T> {
-    Vacant { next_free: usize },
-    Occupied { value: T, prev: usize, next: usize, linked: bool },
+    Vacant {
+        next_free: usize,
+    },
+    Occupied {
+        value: T,
+        prev: usize,
+        next: usize,
+        linked: bool,
+    },
 }
 
 /// Slabs bigger than this are released once every waiter has left, so a
@@ -193,7 +200,14 @@ const SHRINK_ABOVE: usize = 64;
 
 impl<T> WaitList<T> {
     pub(crate) const fn new() -> WaitList<T> {
-        WaitList { slots: Vec::new(), head: NIL, tail: NIL, free: NIL, linked: 0, occupied: 0 }
+        WaitList {
+            slots: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            free: NIL,
+            linked: 0,
+            occupied: 0,
+        }
     }
 
     /// Whether no entry is linked.
@@ -207,7 +221,12 @@ impl<T> WaitList<T> {
     }
 
     fn alloc(&mut self, value: T) -> usize {
-        let slot = Slot::Occupied { value, prev: NIL, next: NIL, linked: true };
+        let slot = Slot::Occupied {
+            value,
+            prev: NIL,
+            next: NIL,
+            linked: true,
+        };
         self.occupied += 1;
         self.linked += 1;
         if self.free == NIL {
@@ -226,7 +245,9 @@ impl<T> WaitList<T> {
 
     fn links_mut(&mut self, key: usize) -> (&mut usize, &mut usize, &mut bool) {
         match &mut self.slots[key] {
-            Slot::Occupied { prev, next, linked, .. } => (prev, next, linked),
+            Slot::Occupied {
+                prev, next, linked, ..
+            } => (prev, next, linked),
             Slot::Vacant { .. } => panic!("WaitList: key {key} is vacant"),
         }
     }
@@ -305,7 +326,12 @@ impl<T> WaitList<T> {
     /// Unlinks the entry if needed, frees its slot and returns its value.
     pub(crate) fn remove(&mut self, key: usize) -> T {
         self.unlink(key);
-        let slot = std::mem::replace(&mut self.slots[key], Slot::Vacant { next_free: self.free });
+        let slot = std::mem::replace(
+            &mut self.slots[key],
+            Slot::Vacant {
+                next_free: self.free,
+            },
+        );
         self.free = key;
         self.occupied -= 1;
         if self.occupied == 0 && self.slots.len() > SHRINK_ABOVE {
@@ -384,7 +410,11 @@ mod tests {
         for k in keys {
             l.remove(k);
         }
-        assert_eq!(l.slots.len(), 0, "a slab above the shrink limit is released when empty");
+        assert_eq!(
+            l.slots.len(),
+            0,
+            "a slab above the shrink limit is released when empty"
+        );
         let a = l.push_back(1);
         l.remove(a);
         let b = l.push_back(2);

@@ -97,11 +97,16 @@ fn waiters(state: usize) -> usize {
 
 /// How long a waiter may wait before it switches the mutex to starvation
 /// mode (Go's `starvationThresholdNs`).
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) const STARVATION_THRESHOLD: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Spin rounds a locker may spend before it queues, whatever the policy (the
-/// "own budget" that ends an `Unbounded` wait). Loom-sized under `cfg(loom)`.
-const MAX_SPIN_ROUNDS: u32 = if cfg!(loom) { 1 } else { 8 };
+/// "own budget" that ends an `Unbounded` wait; Go's `active_spin` is 4 rounds
+/// of 30 `pause`s). Under loom a spin is a `yield_now`, which makes loom
+/// run the other threads first and so hides the very interleavings in which
+/// a locker queues behind a running owner; loom models therefore do not spin
+/// (a locker still takes the `WOKEN` role before it queues).
+const MAX_SPIN_ROUNDS: u32 = if cfg!(loom) { 0 } else { 8 };
 
 /// Wait-time measurement. Under loom, time is not part of the model and must
 /// not make runs diverge, so every wake-up counts as a long wait: the model
@@ -136,7 +141,8 @@ fn can_spin() -> bool {
     #[cfg(not(loom))]
     {
         static MULTICORE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *MULTICORE.get_or_init(|| std::thread::available_parallelism().map_or(false, |n| n.get() > 1))
+        *MULTICORE
+            .get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
     }
 }
 
@@ -280,7 +286,10 @@ impl<T: ?Sized> Mutex<T> {
                 return None;
             }
             // Acquire: pairs with the Release of the previous owner's unlock.
-            match self.state.compare_exchange(old, old | LOCKED, Acquire, Relaxed) {
+            match self
+                .state
+                .compare_exchange(old, old | LOCKED, Acquire, Relaxed)
+            {
                 Ok(_) => return Some(self.guard()),
                 Err(cur) => old = cur,
             }
@@ -302,7 +311,10 @@ impl<T: ?Sized> Mutex<T> {
 
     /// The guard for a lock just acquired.
     fn guard(&self) -> MutexGuard<'_, T> {
-        MutexGuard { mutex: self, data: ManuallyDrop::new(self.data.get_mut()) }
+        MutexGuard {
+            mutex: self,
+            data: ManuallyDrop::new(self.data.get_mut()),
+        }
     }
 
     fn lock_queue(&self) -> crate::loom::MutexGuard<'_, WaitList<Waiter>> {
@@ -339,7 +351,9 @@ impl<T: ?Sized> Mutex<T> {
                 if !wake_needed(old) {
                     return;
                 }
-                let head = q.front().expect("sync: mutex counts a waiter its queue does not hold");
+                let head = q
+                    .front()
+                    .expect("sync: mutex counts a waiter its queue does not hold");
                 let (new, kind) = if old & STARVING != 0 {
                     let w = q.get_mut(head);
                     let starving = w.starving || clock::waited_too_long(w.wait_start);
@@ -441,7 +455,10 @@ impl<'a, T: ?Sized> Future for LockFuture<'a, T> {
             Wait::Start => {
                 // Fast path: grab an unlocked mutex. Acquire: pairs with the
                 // Release of the previous owner's unlock.
-                if m.state.compare_exchange(0, LOCKED, Acquire, Relaxed).is_ok() {
+                if m.state
+                    .compare_exchange(0, LOCKED, Acquire, Relaxed)
+                    .is_ok()
+                {
                     this.wait = Wait::Done;
                     return Poll::Ready(m.guard());
                 }
@@ -497,7 +514,9 @@ impl<T: ?Sized> LockFuture<'_, T> {
                 if !self.awoke
                     && old & WOKEN == 0
                     && waiters(old) != 0
-                    && m.state.compare_exchange(old, old | WOKEN, Relaxed, Relaxed).is_ok()
+                    && m.state
+                        .compare_exchange(old, old | WOKEN, Relaxed, Relaxed)
+                        .is_ok()
                 {
                     self.awoke = true;
                 }
@@ -565,7 +584,11 @@ impl<T: ?Sized> LockFuture<'_, T> {
             starving: self.starving,
         };
         // A woken waiter that lost goes back to the front (Go's queueLifo).
-        let key = if requeue { q.push_front(waiter) } else { q.push_back(waiter) };
+        let key = if requeue {
+            q.push_front(waiter)
+        } else {
+            q.push_back(waiter)
+        };
         self.wait = Wait::Queued(key);
         Poll::Pending
     }
@@ -613,7 +636,9 @@ impl<T: ?Sized> Drop for LockFuture<'_, T> {
 
 impl<T: ?Sized> fmt::Debug for LockFuture<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LockFuture").field("wait", &self.wait).finish_non_exhaustive()
+        f.debug_struct("LockFuture")
+            .field("wait", &self.wait)
+            .finish_non_exhaustive()
     }
 }
 

@@ -133,7 +133,10 @@ impl<T> OnceCell<T> {
     pub fn set(&self, value: T) -> Result<(), T> {
         // Acquire on success: a previous abandoned run's state is irrelevant,
         // but keep the pairing uniform with `get_or_init`.
-        match self.state.compare_exchange(EMPTY, RUNNING, Acquire, Relaxed) {
+        match self
+            .state
+            .compare_exchange(EMPTY, RUNNING, Acquire, Relaxed)
+        {
             Ok(_) => {
                 self.complete(value);
                 Ok(())
@@ -167,7 +170,10 @@ impl<T> OnceCell<T> {
         }
         loop {
             // Acquire: on failure with READY, pairs with the Release store.
-            match self.state.compare_exchange(EMPTY, RUNNING, Acquire, Acquire) {
+            match self
+                .state
+                .compare_exchange(EMPTY, RUNNING, Acquire, Acquire)
+            {
                 Ok(_) => {
                     // We run the initializer. If this future is dropped or
                     // `init` panics, the guard hands the cell back.
@@ -181,7 +187,13 @@ impl<T> OnceCell<T> {
                     // never written again while `&self` exists.
                     return unsafe { self.ready_value() };
                 }
-                Err(_) => WaitNotRunning { cell: self, key: None }.await,
+                Err(_) => {
+                    WaitNotRunning {
+                        cell: self,
+                        key: None,
+                    }
+                    .await
+                }
             }
         }
     }

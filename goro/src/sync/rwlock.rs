@@ -73,13 +73,19 @@ impl<T> RwLock<T> {
     /// ```
     #[cfg(not(loom))]
     pub const fn new(value: T) -> RwLock<T> {
-        RwLock { sem: Semaphore::new(MAX_READERS), data: UnsafeCell::new(value) }
+        RwLock {
+            sem: Semaphore::new(MAX_READERS),
+            data: UnsafeCell::new(value),
+        }
     }
 
     /// Creates an unlocked lock holding `value`.
     #[cfg(loom)]
     pub fn new(value: T) -> RwLock<T> {
-        RwLock { sem: Semaphore::new(MAX_READERS), data: UnsafeCell::new(value) }
+        RwLock {
+            sem: Semaphore::new(MAX_READERS),
+            data: UnsafeCell::new(value),
+        }
     }
 
     /// Consumes the lock and returns the value.
@@ -102,7 +108,10 @@ impl<T: ?Sized> RwLock<T> {
     /// assert_eq!(*g, "hi");
     /// ```
     pub fn read(&self) -> ReadFuture<'_, T> {
-        ReadFuture { lock: self, raw: Acquire::new(&self.sem, 1) }
+        ReadFuture {
+            lock: self,
+            raw: Acquire::new(&self.sem, 1),
+        }
     }
 
     /// Locks for writing, waiting for the readers and writer ahead. While it
@@ -114,7 +123,10 @@ impl<T: ?Sized> RwLock<T> {
     /// assert_eq!(*lock.read_blocking(), [1, 2]);
     /// ```
     pub fn write(&self) -> WriteFuture<'_, T> {
-        WriteFuture { lock: self, raw: Acquire::new(&self.sem, MAX_READERS) }
+        WriteFuture {
+            lock: self,
+            raw: Acquire::new(&self.sem, MAX_READERS),
+        }
     }
 
     /// Locks for reading, blocking the calling thread. For plain threads.
@@ -162,7 +174,9 @@ impl<T: ?Sized> RwLock<T> {
     /// assert!(lock.try_write().is_some());
     /// ```
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
-        self.sem.try_acquire_raw(MAX_READERS).then(|| self.write_guard())
+        self.sem
+            .try_acquire_raw(MAX_READERS)
+            .then(|| self.write_guard())
     }
 
     /// Returns a mutable reference to the value; `&mut self` proves no guard
@@ -179,11 +193,17 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     fn read_guard(&self) -> RwLockReadGuard<'_, T> {
-        RwLockReadGuard { lock: self, data: ManuallyDrop::new(self.data.get()) }
+        RwLockReadGuard {
+            lock: self,
+            data: ManuallyDrop::new(self.data.get()),
+        }
     }
 
     fn write_guard(&self) -> RwLockWriteGuard<'_, T> {
-        RwLockWriteGuard { lock: self, data: ManuallyDrop::new(self.data.get_mut()) }
+        RwLockWriteGuard {
+            lock: self,
+            data: ManuallyDrop::new(self.data.get_mut()),
+        }
     }
 }
 

@@ -90,7 +90,10 @@ impl Semaphore {
     /// ```
     #[cfg(not(loom))]
     pub const fn new(permits: usize) -> Semaphore {
-        assert!(permits <= Semaphore::MAX_PERMITS, "sync: Semaphore::new: permits exceed Semaphore::MAX_PERMITS");
+        assert!(
+            permits <= Semaphore::MAX_PERMITS,
+            "sync: Semaphore::new: permits exceed Semaphore::MAX_PERMITS"
+        );
         Semaphore {
             state: AtomicUsize::new(permits << PERMIT_SHIFT),
             queue: crate::loom::Mutex::new(WaitList::new()),
@@ -100,7 +103,10 @@ impl Semaphore {
     /// Creates a semaphore with `permits` permits.
     #[cfg(loom)]
     pub fn new(permits: usize) -> Semaphore {
-        assert!(permits <= Semaphore::MAX_PERMITS, "sync: Semaphore::new: permits exceed Semaphore::MAX_PERMITS");
+        assert!(
+            permits <= Semaphore::MAX_PERMITS,
+            "sync: Semaphore::new: permits exceed Semaphore::MAX_PERMITS"
+        );
         Semaphore {
             state: AtomicUsize::new(permits << PERMIT_SHIFT),
             queue: crate::loom::Mutex::new(WaitList::new()),
@@ -176,7 +182,9 @@ impl Semaphore {
             "sync: Semaphore::acquire_many({n}) exceeds Semaphore::MAX_PERMITS ({})",
             Semaphore::MAX_PERMITS
         );
-        AcquireFuture { raw: Acquire::new(self, n) }
+        AcquireFuture {
+            raw: Acquire::new(self, n),
+        }
     }
 
     /// Acquires one permit, blocking the calling thread. For plain threads.
@@ -221,7 +229,8 @@ impl Semaphore {
     /// assert!(sem.try_acquire_many(2).is_some());
     /// ```
     pub fn try_acquire_many(&self, n: usize) -> Option<SemaphorePermit<'_>> {
-        self.try_acquire_raw(n).then(|| SemaphorePermit { sem: self, n })
+        self.try_acquire_raw(n)
+            .then(|| SemaphorePermit { sem: self, n })
     }
 
     /// One CAS loop on `available`; never waits, never barges (`available`
@@ -237,7 +246,10 @@ impl Semaphore {
             }
             // Acquire: pairs with the Release of the releases that made these
             // permits available (for RwLock, the critical sections before).
-            match self.state.compare_exchange_weak(cur, cur - (n << PERMIT_SHIFT), Acquire, Relaxed) {
+            match self
+                .state
+                .compare_exchange_weak(cur, cur - (n << PERMIT_SHIFT), Acquire, Relaxed)
+            {
                 Ok(_) => return true,
                 Err(c) => cur = c,
             }
@@ -253,7 +265,10 @@ impl Semaphore {
         let mut cur = self.state.load(Relaxed);
         while cur & QUEUED == 0 {
             // Release: publishes the holder's writes to the next acquirer.
-            match self.state.compare_exchange_weak(cur, cur + (n << PERMIT_SHIFT), Release, Relaxed) {
+            match self
+                .state
+                .compare_exchange_weak(cur, cur + (n << PERMIT_SHIFT), Release, Relaxed)
+            {
                 Ok(_) => return,
                 Err(c) => cur = c,
             }
@@ -283,7 +298,10 @@ impl Semaphore {
             q.pop_front();
         }
         let queued = if q.is_empty() { 0 } else { QUEUED };
-        debug_assert!(queued == 0 || rem == 0, "permits left over while a waiter is unserved");
+        debug_assert!(
+            queued == 0 || rem == 0,
+            "permits left over while a waiter is unserved"
+        );
         let mut cur = self.state.load(Relaxed);
         loop {
             let new = ((cur & !QUEUED) + (rem << PERMIT_SHIFT)) | queued;
@@ -330,7 +348,11 @@ pub(crate) struct Acquire<'a> {
 
 impl<'a> Acquire<'a> {
     pub(crate) fn new(sem: &'a Semaphore, n: usize) -> Acquire<'a> {
-        Acquire { sem, n, wait: Wait::Start }
+        Acquire {
+            sem,
+            n,
+            wait: Wait::Start,
+        }
     }
 
     /// Polls for the `n` permits; once `Ready`, the caller owns them.
@@ -379,7 +401,10 @@ impl<'a> Acquire<'a> {
             self.wait = Wait::Done;
             return Poll::Ready(());
         }
-        let key = q.push_back(Waiter { waker: Some(cx.waker().clone()), remaining });
+        let key = q.push_back(Waiter {
+            waker: Some(cx.waker().clone()),
+            remaining,
+        });
         self.wait = Wait::Queued(key);
         Poll::Pending
     }
@@ -417,9 +442,10 @@ impl<'a> Future for AcquireFuture<'a> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<SemaphorePermit<'a>> {
         let this = self.get_mut();
-        this.raw
-            .poll_acquire(cx)
-            .map(|()| SemaphorePermit { sem: this.raw.sem, n: this.raw.n })
+        this.raw.poll_acquire(cx).map(|()| SemaphorePermit {
+            sem: this.raw.sem,
+            n: this.raw.n,
+        })
     }
 }
 
@@ -478,6 +504,8 @@ impl Drop for SemaphorePermit<'_> {
 
 impl fmt::Debug for SemaphorePermit<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SemaphorePermit").field("n", &self.n).finish_non_exhaustive()
+        f.debug_struct("SemaphorePermit")
+            .field("n", &self.n)
+            .finish_non_exhaustive()
     }
 }

@@ -28,8 +28,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use super::{update_waker, WaitList};
-use crate::loom::{AtomicUsize, Ordering::*};
 use crate::loom::Arc;
+use crate::loom::{AtomicUsize, Ordering::*};
 
 /// A queued `wait`.
 struct Waiter {
@@ -143,7 +143,10 @@ impl WaitGroup {
     /// futures::executor::block_on(wg.wait());
     /// ```
     pub fn wait(&self) -> WaitFuture<'_> {
-        WaitFuture { wg: self, key: None }
+        WaitFuture {
+            wg: self,
+            key: None,
+        }
     }
 
     /// Blocks the calling thread until the counter is zero. For plain threads.
@@ -227,7 +230,9 @@ impl Future for WaitFuture<'_> {
         if count.load(Acquire) == 0 {
             return Poll::Ready(());
         }
-        this.key = Some(q.push_back(Waiter { waker: Some(cx.waker().clone()) }));
+        this.key = Some(q.push_back(Waiter {
+            waker: Some(cx.waker().clone()),
+        }));
         Poll::Pending
     }
 }
@@ -242,6 +247,8 @@ impl Drop for WaitFuture<'_> {
 
 impl fmt::Debug for WaitFuture<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WaitFuture").field("queued", &self.key.is_some()).finish()
+        f.debug_struct("WaitFuture")
+            .field("queued", &self.key.is_some())
+            .finish()
     }
 }
