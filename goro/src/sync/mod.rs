@@ -14,7 +14,7 @@
 //!
 //! # How waiting works
 //!
-//! Each primitive keeps its waiters in a [`WaitList`]: a FIFO of slots under
+//! Each primitive keeps its waiters in a `WaitList`: a FIFO of slots under
 //! one internal lock (`crate::loom::Mutex`), with stable keys so that a
 //! cancelled future removes its own slot in O(1). A waiter's slot belongs to
 //! its future: whoever wakes a waiter only unlinks the slot and records why
@@ -24,7 +24,7 @@
 //! [`std::task::Waker`]s, always called after the internal lock is released.
 //!
 //! All atomics and locks come from `crate::loom`, and the protected values sit
-//! in the [`cell`] facade, so under `cfg(loom)` the model checker sees every
+//! in the `cell` facade, so under `cfg(loom)` the model checker sees every
 //! access to the data a guard hands out (`goro/tests/loom_mutex.rs`).
 //!
 //! Rejected: one `Arc`-allocated node per waiter linked into an intrusive list

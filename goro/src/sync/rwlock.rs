@@ -38,7 +38,13 @@ use super::semaphore::{Acquire, Semaphore};
 const MAX_READERS: usize = Semaphore::MAX_PERMITS;
 
 /// A reader-writer lock for tasks: many readers or one writer, writers
-/// preferred (see the [module docs](self)).
+/// preferred.
+///
+/// Waiters are admitted in arrival order, so a writer that waits blocks the
+/// readers that arrive after it (as Go's `sync.RWMutex` does) and is never
+/// starved; the readers queued before the next writer are admitted together.
+/// A task must not take a second read lock while holding one: with a writer
+/// queued in between, that deadlocks (as in Go).
 ///
 /// ```
 /// use goro::sync::RwLock;

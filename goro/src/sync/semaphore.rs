@@ -53,7 +53,12 @@ struct Waiter {
     remaining: usize,
 }
 
-/// A counting semaphore with FIFO fairness (see the [module docs](self)).
+/// A counting semaphore with FIFO fairness.
+///
+/// Waiters are served in arrival order: permits released while someone
+/// waits go to the head waiter until it has all it asked for, so a large
+/// request is never overtaken by small ones, and `try_acquire` fails while
+/// anyone is queued.
 ///
 /// ```
 /// use goro::sync::Semaphore;
