@@ -44,6 +44,7 @@ pub(crate) mod loom;
 pub mod runtime;
 pub(crate) mod sched;
 pub mod stats;
+pub mod sync;
 
 pub use goro_macros::{main, test};
 pub use runtime::policy::{Policy, PolicyError, SpinPolicy};

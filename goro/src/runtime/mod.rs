@@ -411,7 +411,6 @@ pub async fn yield_now() {
 
 /// The spin policy of the runtime this thread belongs to, or the default
 /// outside a runtime.
-#[allow(dead_code)] // used by sync::Mutex
 pub(crate) fn current_spin_policy() -> SpinPolicy {
     crate::sched::machine::CTX
         .try_with(|c| {
