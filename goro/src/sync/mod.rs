@@ -126,9 +126,19 @@ pub(crate) mod cell {
 }
 
 /// Runs `fut` to completion on the calling thread, parking the thread between
-/// polls; the engine of every `*_blocking` method. Under `cfg(loom)` it parks
-/// through loom, so blocking waits are part of the model.
+/// polls; the engine of every `*_blocking` method. On a worker thread the
+/// wait goes through [`crate::block_in_place`], so the P is handed to another
+/// thread instead of stalling its queue. Under `cfg(loom)` it parks through
+/// loom, so blocking waits are part of the model.
 pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
+    #[cfg(not(loom))]
+    if crate::sched::machine::on_worker_thread() {
+        return crate::block_in_place(|| park_on(fut));
+    }
+    park_on(fut)
+}
+
+fn park_on<F: Future>(fut: F) -> F::Output {
     #[cfg(loom)]
     use loom::thread::{self, Thread};
     use std::task::{Context, Poll, Wake};
