@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub(crate) mod loom;
+pub mod chan;
 pub mod runtime;
 pub(crate) mod sched;
 
