@@ -324,8 +324,11 @@ fn is_mine<T>(w: &Waiter<T>, me: Option<&Signal>) -> bool {
     me.is_some_and(|me| std::ptr::eq(w.signal(), me))
 }
 
+/// A waiter completed under the lock, to be woken once it is released.
+pub(crate) type Woken<T> = Option<Arc<Waiter<T>>>;
+
 /// Wakes the owner of a completed waiter; call with no lock held.
-pub(crate) fn wake<T>(w: Option<Arc<Waiter<T>>>) {
+pub(crate) fn wake<T>(w: Woken<T>) {
     if let Some(w) = w {
         w.signal().wake();
     }
@@ -420,7 +423,7 @@ impl<T> Chan<T> {
         inner: &mut Inner<T>,
         v: T,
         me: Option<&Signal>,
-    ) -> Result<Option<Arc<Waiter<T>>>, TrySendError<T>> {
+    ) -> Result<Woken<T>, TrySendError<T>> {
         if inner.closed {
             return Err(TrySendError::Closed(v));
         }
@@ -443,7 +446,7 @@ impl<T> Chan<T> {
         &self,
         inner: &mut Inner<T>,
         me: Option<&Signal>,
-    ) -> Result<(T, Option<Arc<Waiter<T>>>), TryRecvError> {
+    ) -> Result<(T, Woken<T>), TryRecvError> {
         if let Some(v) = inner.buf.pop_front() {
             let mut woken = None;
             if inner.buf.len() < self.cap {
@@ -523,7 +526,7 @@ impl<T> Chan<T> {
         drop(p);
     }
 
-    fn put_back_locked(&self, inner: &mut Inner<T>, v: T) -> Option<Arc<Waiter<T>>> {
+    fn put_back_locked(&self, inner: &mut Inner<T>, v: T) -> Woken<T> {
         if let Some(w) = inner.recvq.claim_first(None) {
             w.put_slot(v);
             w.finish();
