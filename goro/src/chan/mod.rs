@@ -24,8 +24,8 @@
 //! # Shape: Go's `hchan`, one lock
 //!
 //! Each channel is one mutex over a ring buffer, a queue of parked senders and
-//! a queue of parked receivers ([`chan`](self) module internals; see
-//! `chan/chan.rs` for the invariants). Sends hand values *directly* to a
+//! a queue of parked receivers (`chan/chan.rs` states the invariants and the
+//! waiter protocol). Sends hand values *directly* to a
 //! parked receiver's slot; a receive from a full buffer takes the head and
 //! moves the first parked sender's value into the tail; with `cap == 0` a
 //! receive takes the parked sender's value itself. Parked tasks are woken

@@ -39,7 +39,7 @@
 //!
 //! # Protocol
 //!
-//! Every case of one waiting `select!` shares one [`Signal`], the word Go
+//! Every case of one waiting `select!` shares one `Signal`, the word Go
 //! calls `selectDone`: the first completer to move it from `WAITING` to
 //! `CLAIMED(case)` owns the select, every other channel finds its waiter dead
 //! and drops it. The select itself runs in passes:
