@@ -107,7 +107,7 @@ fn recv_on_full_buffer_moves_parked_sender_value_into_tail() {
 fn send_on_closed_returns_value() {
     let (tx, _rx) = chan::bounded::<String>(1);
     assert!(tx.close());
-    let err = futures::executor::block_on(tx.send("kept".to_string())).unwrap_err();
+    let err = ready("send on a closed channel", tx.send("kept".to_string())).unwrap_err();
     assert_eq!(err.into_inner(), "kept");
 }
 
@@ -125,7 +125,7 @@ fn buffered_values_drain_before_closed() {
     tx.try_send(2).unwrap();
     tx.close();
     assert!(rx.is_closed());
-    futures::executor::block_on(async {
+    ready("draining a closed buffered channel", async {
         assert_eq!(rx.recv().await, Ok(1));
         assert_eq!(rx.recv().await, Ok(2));
         assert_eq!(rx.recv().await, Err(RecvError));

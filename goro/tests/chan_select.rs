@@ -23,7 +23,7 @@ fn select_completes_the_only_ready_recv_case() {
     let (_tx_a, rx_a) = chan::bounded::<u8>(1);
     let (tx_b, rx_b) = chan::bounded::<u8>(1);
     tx_b.try_send(2).unwrap();
-    let got = futures::executor::block_on(async {
+    let got = ready("select with a ready recv case", async {
         goro::select! {
             recv(rx_a) -> m => Got::A(m),
             recv(rx_b) -> m => Got::B(m),
@@ -36,7 +36,7 @@ fn select_completes_the_only_ready_recv_case() {
 fn select_completes_the_only_ready_send_case() {
     let (tx_a, rx_a) = chan::bounded::<u8>(0);
     let (tx_b, rx_b) = chan::bounded::<u8>(1);
-    let got = futures::executor::block_on(async {
+    let got = ready("select with a ready send case", async {
         goro::select! {
             send(tx_a, 1) -> r => Got::A(r),
             send(tx_b, 2) -> r => Got::B(r),
@@ -103,7 +103,7 @@ fn select_is_fair_between_ready_channels() {
     let (tx_a, rx_a) = chan::bounded::<u8>(1);
     let (tx_b, rx_b) = chan::bounded::<u8>(1);
     let mut a_wins = 0u32;
-    futures::executor::block_on(async {
+    ready("10,000 selects on always-ready channels", async {
         for _ in 0..ROUNDS {
             let _ = tx_a.try_send(0);
             let _ = tx_b.try_send(0);
@@ -163,7 +163,7 @@ fn select_recv_on_closed_channel_is_ready_with_err() {
 fn select_send_on_closed_channel_returns_value() {
     let (tx, _rx) = chan::bounded::<String>(0);
     tx.close();
-    let got = futures::executor::block_on(async {
+    let got = ready("select send on a closed channel", async {
         goro::select! { send(tx, "back".to_string()) -> r => r }
     });
     assert_eq!(got.map_err(SendError::into_inner), Err("back".to_string()));
@@ -345,7 +345,7 @@ fn select_accepts_references_temporaries_and_both_body_forms() {
     let (tx, rx) = chan::bounded::<u8>(4);
     let pair = (tx.clone(), rx.clone());
     let make = || rx.clone();
-    futures::executor::block_on(async {
+    ready("selects whose cases are all ready", async {
         goro::select! { send(&tx, 1) -> r => r.unwrap() }
         goro::select! { send(pair.0, 2) -> r => { r.unwrap(); } }
         let a = goro::select! { recv(&rx) -> m => m.unwrap() };

@@ -92,3 +92,13 @@ impl Drop for Tracked {
         self.drops.fetch_add(1, Ordering::SeqCst);
     }
 }
+
+/// Runs a future that must complete without ever waiting (every operation
+/// in it is ready): polls it once and fails the test if it parked.
+pub fn ready<F: Future>(what: &str, fut: F) -> F::Output {
+    let mut fut = Box::pin(fut);
+    match poll_once(&mut fut) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("{what}: expected to complete without waiting, but it parked"),
+    }
+}
