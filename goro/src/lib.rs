@@ -41,6 +41,7 @@
 #![warn(missing_docs)]
 
 pub(crate) mod loom;
+pub mod chan;
 pub mod runtime;
 pub(crate) mod sched;
 pub mod stats;

@@ -1,0 +1,670 @@
+//! Channels with Go's semantics: bounded, MPMC, `cap == 0` is a rendezvous,
+//! `close` is explicit, and [`select!`](crate::select!) waits on several at once.
+//!
+//! ```
+//! # futures::executor::block_on(async {
+//! let (tx, rx) = goro::chan::bounded::<u32>(1);
+//! tx.send(7).await.unwrap();
+//! assert_eq!(rx.recv().await, Ok(7));
+//! tx.close();
+//! assert!(rx.recv().await.is_err());
+//! # });
+//! ```
+//!
+//! # What it is for
+//!
+//! A channel is how goroutines hand each other work and wait for each other.
+//! It is also the scheduler's benchmark of record: seed 004 ("no thrashing")
+//! is measured with a ring of tasks over rendezvous channels, where every
+//! hop is one hand-off plus one wake. So the hand-off path is short (one lock,
+//! one claim, one wake after unlocking) and the woken task lands in the
+//! waker's `runnext` (the scheduler does that whenever `wake` is called on a
+//! worker thread; the channel does nothing special).
+//!
+//! # Shape: Go's `hchan`, one lock
+//!
+//! Each channel is one mutex over a ring buffer, a queue of parked senders and
+//! a queue of parked receivers (`chan/chan.rs` states the invariants and the
+//! waiter protocol). Sends hand values *directly* to a
+//! parked receiver's slot; a receive from a full buffer takes the head and
+//! moves the first parked sender's value into the tail; with `cap == 0` a
+//! receive takes the parked sender's value itself. Parked tasks are woken
+//! after the lock is released.
+//!
+//! One lock, as in Go, because every decision (is there a receiver? room?
+//! closed?) reads several fields together, and channel users who find each
+//! other contended park anyway: the lock is held for a few dozen instructions
+//! and never across a wake or a user `Drop`.
+//!
+//! # Semantics, precisely
+//!
+//! - `send` completes when the value is in the buffer or in a receiver's
+//!   hands (for `cap == 0`, only the latter). On a closed channel it fails
+//!   with [`SendError`], which gives the value back: nothing is ever lost,
+//!   including values of senders parked when `close` happens.
+//! - `recv` drains buffered values before reporting [`RecvError`] on a
+//!   closed channel.
+//! - The channel closes on [`Sender::close`] or when the last [`Sender`] is
+//!   dropped.
+//! - Dropping every [`Receiver`] does **not** close the channel (Go has no
+//!   such notion): sends then park until the channel is closed or the send
+//!   is cancelled, and `try_send` reports `Full`. A send that no receiver can
+//!   ever see is Go's goroutine leak; it is the caller's to avoid (close the
+//!   channel from the sending side, or select on a `done` channel).
+//! - Cancellation: dropping a `send`/`recv` future (or a `select!`) before it
+//!   completes leaves the channel as if it had never been called. A value a
+//!   sender had already handed to a receiver that is then dropped goes to the
+//!   next parked receiver or back to the front of the buffer (so `len()` may
+//!   briefly exceed `capacity()`); a dropped send whose value was not taken
+//!   leaves nothing behind.
+//!
+//! # Rejected
+//!
+//! - Separate flavours per capacity (crossbeam's array, list and zero
+//!   channels): three protocols to keep correct under `select` and
+//!   cancellation, for gains that show only under contention heavy enough
+//!   that tasks park anyway.
+//! - Closing when all receivers are dropped (tokio, crossbeam): useful, but
+//!   not Go; code ported from Go relies on a channel staying open while
+//!   someone may still create interest in it, and on `close` being the
+//!   sender's statement.
+//! - Panicking on send to a closed channel or on a second `close` (Go): in
+//!   Rust the value comes back in the error and `close` returns `false`.
+
+#[allow(clippy::module_inception)] // DESIGN.md §3 names the file chan/chan.rs
+mod chan;
+pub mod select;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_core::Stream;
+
+use self::chan::{Chan, Parked};
+use crate::loom::{Arc, Ordering};
+
+use self::chan::block_on;
+
+/// Creates a channel of capacity `cap`; `0` makes a rendezvous channel where
+/// a send completes only once a receiver has taken the value.
+///
+/// Both ends are `Clone + Send + Sync` (for `T: Send`); every clone sends to
+/// or receives from the same channel.
+///
+/// ```
+/// let (tx, rx) = goro::chan::bounded::<&str>(2);
+/// tx.try_send("a").unwrap();
+/// assert_eq!(rx.try_recv(), Ok("a"));
+/// ```
+pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+    let chan = Arc::new(Chan::new(cap));
+    (Sender { chan: chan.clone() }, Receiver { chan, pending: None })
+}
+
+// --------------------------------------------------------------------------
+// Errors
+// --------------------------------------------------------------------------
+
+/// A send on a closed channel; holds the value that was not sent.
+///
+/// ```
+/// let (tx, _rx) = goro::chan::bounded::<i32>(1);
+/// tx.close();
+/// let err = futures::executor::block_on(tx.send(5)).unwrap_err();
+/// assert_eq!(err.into_inner(), 5);
+/// ```
+#[derive(PartialEq, Eq, Clone, Copy)]
+pub struct SendError<T>(pub T);
+
+impl<T> SendError<T> {
+    /// The value that could not be sent.
+    ///
+    /// ```
+    /// assert_eq!(goro::chan::SendError("x").into_inner(), "x");
+    /// ```
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> fmt::Debug for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SendError(..)")
+    }
+}
+
+impl<T> fmt::Display for SendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("sending on a closed channel (the value is returned in the error)")
+    }
+}
+
+impl<T> std::error::Error for SendError<T> {}
+
+/// Why [`Sender::try_send`] did not send; holds the value either way.
+///
+/// ```
+/// use goro::chan::TrySendError;
+/// let (tx, _rx) = goro::chan::bounded::<i32>(0);
+/// assert_eq!(tx.try_send(1), Err(TrySendError::Full(1)));
+/// ```
+#[derive(PartialEq, Eq, Clone, Copy)]
+pub enum TrySendError<T> {
+    /// The buffer is full and no receiver is waiting (for `cap == 0`: no
+    /// receiver is waiting).
+    Full(T),
+    /// The channel is closed.
+    Closed(T),
+}
+
+impl<T> TrySendError<T> {
+    /// The value that could not be sent.
+    ///
+    /// ```
+    /// assert_eq!(goro::chan::TrySendError::Full(3).into_inner(), 3);
+    /// ```
+    pub fn into_inner(self) -> T {
+        match self {
+            TrySendError::Full(v) | TrySendError::Closed(v) => v,
+        }
+    }
+
+    /// Whether the send failed because the channel was full.
+    ///
+    /// ```
+    /// assert!(goro::chan::TrySendError::Full(()).is_full());
+    /// ```
+    pub fn is_full(&self) -> bool {
+        matches!(self, TrySendError::Full(_))
+    }
+
+    /// Whether the send failed because the channel was closed.
+    ///
+    /// ```
+    /// assert!(goro::chan::TrySendError::Closed(()).is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        matches!(self, TrySendError::Closed(_))
+    }
+}
+
+impl<T> fmt::Debug for TrySendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrySendError::Full(_) => f.write_str("Full(..)"),
+            TrySendError::Closed(_) => f.write_str("Closed(..)"),
+        }
+    }
+}
+
+impl<T> fmt::Display for TrySendError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrySendError::Full(_) => f.write_str(
+                "sending on a full channel (no buffer space and no waiting receiver; \
+                 the value is returned in the error)",
+            ),
+            TrySendError::Closed(_) => {
+                f.write_str("sending on a closed channel (the value is returned in the error)")
+            }
+        }
+    }
+}
+
+impl<T> std::error::Error for TrySendError<T> {}
+
+impl<T> From<SendError<T>> for TrySendError<T> {
+    fn from(e: SendError<T>) -> Self {
+        TrySendError::Closed(e.0)
+    }
+}
+
+/// A receive on a channel that is closed and drained.
+///
+/// ```
+/// let (tx, rx) = goro::chan::bounded::<i32>(1);
+/// drop(tx); // the last sender closes the channel
+/// assert_eq!(rx.recv_blocking(), Err(goro::chan::RecvError));
+/// ```
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub struct RecvError;
+
+impl fmt::Display for RecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("receiving on a closed and empty channel")
+    }
+}
+
+impl std::error::Error for RecvError {}
+
+/// Why [`Receiver::try_recv`] returned no value.
+///
+/// ```
+/// use goro::chan::TryRecvError;
+/// let (tx, rx) = goro::chan::bounded::<i32>(1);
+/// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+/// tx.close();
+/// assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+/// ```
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum TryRecvError {
+    /// Nothing buffered and no sender waiting; the channel is open.
+    Empty,
+    /// The channel is closed and drained.
+    Closed,
+}
+
+impl fmt::Display for TryRecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TryRecvError::Empty => {
+                f.write_str("receiving on an empty channel (nothing buffered, no waiting sender)")
+            }
+            TryRecvError::Closed => f.write_str("receiving on a closed and empty channel"),
+        }
+    }
+}
+
+impl std::error::Error for TryRecvError {}
+
+impl From<RecvError> for TryRecvError {
+    fn from(_: RecvError) -> Self {
+        TryRecvError::Closed
+    }
+}
+
+// --------------------------------------------------------------------------
+// Sender
+// --------------------------------------------------------------------------
+
+/// The sending half of a channel. Cloning it adds a sender; when the last
+/// sender is dropped the channel closes.
+///
+/// ```
+/// let (tx, rx) = goro::chan::bounded::<i32>(4);
+/// let tx2 = tx.clone();
+/// tx.try_send(1).unwrap();
+/// tx2.try_send(2).unwrap();
+/// drop((tx, tx2));
+/// assert_eq!(rx.recv_blocking(), Ok(1));
+/// assert_eq!(rx.recv_blocking(), Ok(2));
+/// assert!(rx.recv_blocking().is_err());
+/// ```
+pub struct Sender<T> {
+    chan: Arc<Chan<T>>,
+}
+
+impl<T> Sender<T> {
+    /// Sends `v`, waiting for buffer space or (for `cap == 0`) for a receiver
+    /// to take it. On a closed channel, returns the value in [`SendError`];
+    /// so does a send that is parked when the channel is closed.
+    ///
+    /// Cancel-safe: dropping the future before it completes sends nothing.
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// let (tx, rx) = goro::chan::bounded::<i32>(1);
+    /// tx.send(1).await.unwrap();
+    /// assert_eq!(rx.recv().await, Ok(1));
+    /// # });
+    /// ```
+    pub fn send(&self, v: T) -> SendFuture<'_, T> {
+        SendFuture { chan: &self.chan, value: Some(v), parked: None }
+    }
+
+    /// Sends `v` if that can be done without waiting: a receiver is parked,
+    /// or the buffer has room.
+    ///
+    /// ```
+    /// use goro::chan::TrySendError;
+    /// let (tx, _rx) = goro::chan::bounded::<i32>(1);
+    /// assert_eq!(tx.try_send(1), Ok(()));
+    /// assert_eq!(tx.try_send(2), Err(TrySendError::Full(2)));
+    /// ```
+    pub fn try_send(&self, v: T) -> Result<(), TrySendError<T>> {
+        let mut inner = self.chan.lock();
+        let woken = self.chan.send_locked(&mut inner, v, None);
+        drop(inner);
+        woken.map(chan::wake)
+    }
+
+    /// Sends `v`, blocking the calling OS thread until it is taken or
+    /// buffered. For plain threads outside any runtime: inside a goro task it
+    /// would block the worker thread (use `send(v).await` there).
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan::bounded::<i32>(0);
+    /// let t = std::thread::spawn(move || rx.recv_blocking());
+    /// tx.send_blocking(9).unwrap();
+    /// assert_eq!(t.join().unwrap(), Ok(9));
+    /// ```
+    pub fn send_blocking(&self, v: T) -> Result<(), SendError<T>> {
+        block_on(self.send(v))
+    }
+
+    /// Closes the channel: parked and future sends fail with their value
+    /// returned, receivers drain the buffer and then see the channel closed.
+    /// Returns `false` if it was already closed.
+    ///
+    /// ```
+    /// let (tx, _rx) = goro::chan::bounded::<i32>(1);
+    /// assert!(tx.close());
+    /// assert!(!tx.close());
+    /// ```
+    pub fn close(&self) -> bool {
+        self.chan.close()
+    }
+
+    /// Whether the channel has been closed.
+    ///
+    /// ```
+    /// let (tx, _rx) = goro::chan::bounded::<i32>(1);
+    /// assert!(!tx.is_closed());
+    /// tx.close();
+    /// assert!(tx.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.chan.is_closed()
+    }
+
+    /// Number of values in the buffer (Go's `len(ch)`). Values held by parked
+    /// senders are not counted.
+    ///
+    /// ```
+    /// let (tx, _rx) = goro::chan::bounded::<i32>(3);
+    /// tx.try_send(1).unwrap();
+    /// assert_eq!(tx.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.chan.len()
+    }
+
+    /// Whether the buffer is empty.
+    ///
+    /// ```
+    /// let (tx, _rx) = goro::chan::bounded::<i32>(3);
+    /// assert!(tx.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The buffer's capacity (Go's `cap(ch)`); 0 for a rendezvous channel.
+    ///
+    /// ```
+    /// let (tx, _rx) = goro::chan::bounded::<i32>(3);
+    /// assert_eq!(tx.capacity(), 3);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.chan.cap()
+    }
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        // Relaxed: a new handle is made from a live one, so the count is
+        // already >= 1 and cannot reach 0 concurrently (as `Arc::clone`).
+        self.chan.senders.fetch_add(1, Ordering::Relaxed);
+        Sender { chan: self.chan.clone() }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        // AcqRel: the last sender's close happens after every other sender's
+        // last use (the close itself is ordered by the channel lock).
+        if self.chan.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.chan.close();
+        }
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sender")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+/// The future of [`Sender::send`].
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// let (tx, rx) = goro::chan::bounded::<i32>(1);
+/// let fut: goro::chan::SendFuture<'_, i32> = tx.send(1);
+/// fut.await.unwrap();
+/// # drop(rx);
+/// # });
+/// ```
+#[must_use = "futures do nothing unless polled"]
+pub struct SendFuture<'a, T> {
+    chan: &'a Chan<T>,
+    value: Option<T>,
+    parked: Option<Parked<T>>,
+}
+
+// The value is never pinned: it is moved into the channel or handed back.
+impl<T> Unpin for SendFuture<'_, T> {}
+
+impl<T> Future for SendFuture<'_, T> {
+    type Output = Result<(), SendError<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        chan::poll_send(this.chan, &mut this.value, &mut this.parked, cx)
+    }
+}
+
+impl<T> Drop for SendFuture<'_, T> {
+    fn drop(&mut self) {
+        if let Some(p) = self.parked.take() {
+            // Dropped here, outside the channel lock.
+            drop(self.chan.unpark_send(p));
+        }
+    }
+}
+
+impl<T> fmt::Debug for SendFuture<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SendFuture").field("parked", &self.parked.is_some()).finish()
+    }
+}
+
+// --------------------------------------------------------------------------
+// Receiver
+// --------------------------------------------------------------------------
+
+/// The receiving half of a channel. Cloning it adds a receiver; each value
+/// goes to exactly one of them. Dropping every receiver does not close the
+/// channel (Go semantics; see the [module docs](self)).
+///
+/// It is also a [`Stream`] that ends when the channel is closed and drained.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use futures::StreamExt;
+/// let (tx, rx) = goro::chan::bounded::<i32>(3);
+/// for i in 0..3 { tx.send(i).await.unwrap(); }
+/// drop(tx);
+/// assert_eq!(rx.collect::<Vec<_>>().await, vec![0, 1, 2]);
+/// # });
+/// ```
+pub struct Receiver<T> {
+    chan: Arc<Chan<T>>,
+    /// The receive parked by `poll_next`, if any.
+    pending: Option<Parked<T>>,
+}
+
+impl<T> Receiver<T> {
+    /// Receives a value, waiting for one. Buffered values drain before a
+    /// closed channel reports [`RecvError`].
+    ///
+    /// Cancel-safe: dropping the future before it completes takes nothing,
+    /// and a value handed to it in the meantime stays in the channel.
+    ///
+    /// ```
+    /// # futures::executor::block_on(async {
+    /// let (tx, rx) = goro::chan::bounded::<i32>(1);
+    /// tx.send(3).await.unwrap();
+    /// tx.close();
+    /// assert_eq!(rx.recv().await, Ok(3));
+    /// assert!(rx.recv().await.is_err());
+    /// # });
+    /// ```
+    pub fn recv(&self) -> RecvFuture<'_, T> {
+        RecvFuture { chan: &self.chan, parked: None }
+    }
+
+    /// Receives a value if one is available without waiting.
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan::bounded::<i32>(1);
+    /// tx.try_send(1).unwrap();
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// ```
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        let mut inner = self.chan.lock();
+        let r = self.chan.recv_locked(&mut inner, None);
+        drop(inner);
+        r.map(|(v, woken)| {
+            chan::wake(woken);
+            v
+        })
+    }
+
+    /// Receives a value, blocking the calling OS thread. For plain threads
+    /// outside any runtime (use `recv().await` in tasks).
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan::bounded::<i32>(0);
+    /// let t = std::thread::spawn(move || tx.send_blocking(4));
+    /// assert_eq!(rx.recv_blocking(), Ok(4));
+    /// t.join().unwrap().unwrap();
+    /// ```
+    pub fn recv_blocking(&self) -> Result<T, RecvError> {
+        block_on(self.recv())
+    }
+
+    /// Whether the channel has been closed (values may still be buffered).
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan::bounded::<i32>(1);
+    /// drop(tx);
+    /// assert!(rx.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.chan.is_closed()
+    }
+
+    /// Number of values in the buffer (Go's `len(ch)`).
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan::bounded::<i32>(2);
+    /// tx.try_send(1).unwrap();
+    /// assert_eq!(rx.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.chan.len()
+    }
+
+    /// Whether the buffer is empty.
+    ///
+    /// ```
+    /// let (_tx, rx) = goro::chan::bounded::<i32>(2);
+    /// assert!(rx.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The buffer's capacity (Go's `cap(ch)`); 0 for a rendezvous channel.
+    ///
+    /// ```
+    /// let (_tx, rx) = goro::chan::bounded::<i32>(0);
+    /// assert_eq!(rx.capacity(), 0);
+    /// ```
+    pub fn capacity(&self) -> usize {
+        self.chan.cap()
+    }
+}
+
+impl<T> Clone for Receiver<T> {
+    fn clone(&self) -> Self {
+        Receiver { chan: self.chan.clone(), pending: None }
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        if let Some(p) = self.pending.take() {
+            self.chan.unpark_recv(p);
+        }
+    }
+}
+
+impl<T> Stream for Receiver<T> {
+    type Item = T;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        let this = self.get_mut();
+        chan::poll_recv(&this.chan, &mut this.pending, cx).map(Result::ok)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.len(), None)
+    }
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receiver")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+/// The future of [`Receiver::recv`].
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// let (tx, rx) = goro::chan::bounded::<i32>(1);
+/// tx.send(1).await.unwrap();
+/// let fut: goro::chan::RecvFuture<'_, i32> = rx.recv();
+/// assert_eq!(fut.await, Ok(1));
+/// # });
+/// ```
+#[must_use = "futures do nothing unless polled"]
+pub struct RecvFuture<'a, T> {
+    chan: &'a Chan<T>,
+    parked: Option<Parked<T>>,
+}
+
+impl<T> Future for RecvFuture<'_, T> {
+    type Output = Result<T, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        chan::poll_recv(this.chan, &mut this.parked, cx)
+    }
+}
+
+impl<T> Drop for RecvFuture<'_, T> {
+    fn drop(&mut self) {
+        if let Some(p) = self.parked.take() {
+            self.chan.unpark_recv(p);
+        }
+    }
+}
+
+impl<T> fmt::Debug for RecvFuture<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecvFuture").field("parked", &self.parked.is_some()).finish()
+    }
+}

@@ -1,0 +1,611 @@
+//! `select!`: wait on several channel operations, complete exactly one.
+//!
+//! ```
+//! # futures::executor::block_on(async {
+//! let (tx1, rx1) = goro::chan::bounded::<i32>(1);
+//! let (tx2, rx2) = goro::chan::bounded::<&str>(1);
+//! tx2.send("hi").await.unwrap();
+//! let got = goro::select! {
+//!     recv(rx1) -> msg => format!("rx1: {msg:?}"),
+//!     recv(rx2) -> msg => format!("rx2: {msg:?}"),
+//!     send(tx1, 5) -> res => format!("sent: {res:?}"),
+//! };
+//! // Two cases were ready (rx2 had a value, tx1 had room): one was chosen
+//! // at random, the other did nothing.
+//! assert!(got == "rx2: Ok(\"hi\")" || got == "sent: Ok(())");
+//! # });
+//! ```
+//!
+//! # What it is for
+//!
+//! Go's `select` statement, with crossbeam-channel's syntax and Go's
+//! semantics: `recv(rx) -> msg => ...` (`msg: Result<T, RecvError>`),
+//! `send(tx, v) -> res => ...` (`res: Result<(), SendError<T>>`), and an
+//! optional `default => ...`.
+//!
+//! - When several cases are ready, one is chosen uniformly at random (a cheap
+//!   per-thread xorshift generator), so no case starves.
+//! - Exactly one case completes. A send case that is not chosen never puts
+//!   its value in the channel; the value is dropped with the `select!`.
+//!   The send expressions are evaluated once, in source order, on entry (as
+//!   Go does), because a parked send case must already hold its value.
+//! - A recv on a closed channel is ready (with `Err(RecvError)` once drained);
+//!   a send on a closed channel is ready with `Err(SendError(v))`, giving the
+//!   value back.
+//! - With `default`, it never blocks (and needs no `.await`, so it can be
+//!   used in plain functions); without, it must be used in async code.
+//! - Dropping a waiting `select!` (it is cancel-safe) removes every waiter
+//!   and loses no value, as for plain `send`/`recv`.
+//!
+//! # Protocol
+//!
+//! Every case of one waiting `select!` shares one `Signal`, the word Go
+//! calls `selectDone`: the first completer to move it from `WAITING` to
+//! `CLAIMED(case)` owns the select, every other channel finds its waiter dead
+//! and drops it. The select itself runs in passes:
+//!
+//! 1. **Poll**: visit the cases in a random order, each under its own
+//!    channel's lock, and complete the first one that is ready. This is
+//!    where the random choice happens.
+//! 2. **Park**: make a signal, then for each case, under that channel's lock,
+//!    re-check readiness (ignoring this select's own waiters, which matters
+//!    when the same channel appears in a send and a recv case) and enqueue a
+//!    waiter if it is still not ready.
+//! 3. If pass 2 found a case ready after all (it became ready since pass 1),
+//!    the select *aborts* its own signal, removes its waiters and starts over
+//!    at pass 1. If the abort fails, another channel already completed the
+//!    select: it continues as woken.
+//! 4. **Woken**: the signal says `DONE(case)`. Take the result from that
+//!    case's waiter slot and remove the waiters of all other cases.
+//!
+//! # Why one lock at a time, not Go's `sellock`
+//!
+//! Go locks every channel of a select at once, in address order, so that
+//! nobody can complete the select while it is still enqueueing. Doing that
+//! here means holding several `MutexGuard`s of different element types
+//! across the cases, which would make the case objects `!Send` (and the
+//! user's task with them) or need `unsafe`. Instead a select holds at most
+//! one channel lock at any time, so there is no lock order to keep and no
+//! deadlock to argue. The price is step 3 (crossbeam-channel's "abort and
+//! retry" when an operation becomes ready during registration): it only
+//! happens when a counterpart arrives in the microseconds between passes 1
+//! and 2. Two selects that keep registering against each other could in
+//! principle retry in lockstep, so after a few retries the select yields
+//! (wakes itself and returns `Pending`) instead of spinning.
+//!
+//! Why completing during pass 2 is not attempted directly: that needs two
+//! claims at once (this select's signal and the counterpart's), and
+//! whichever is claimed first would have to be released if the second
+//! fails, while other channels may already have seen it claimed and dropped
+//! its waiters. Aborting and retrying keeps every claim final.
+//!
+//! # Rejected
+//!
+//! - Polling each case as an independent future (tokio's `select!`): the
+//!   losers' operations may already have happened (a receive that took a
+//!   value), which is exactly what Go's select guarantees never happens.
+//! - Choosing the first ready case in source order: starves later cases.
+//! - Evaluating send values lazily (crossbeam evaluates the message only for
+//!   the chosen case): impossible once parked, since the receiver that
+//!   completes us takes the value straight from our slot.
+//!
+//! Allocation: pass 1 allocates nothing; parking allocates the signal and
+//! one waiter per case (Go allocates sudogs from a per-P cache).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use super::chan::{wake, Chan, Parked, Signal, Waiter};
+use super::{Receiver, RecvError, SendError, Sender, TryRecvError, TrySendError};
+use crate::loom::Arc;
+
+/// How many times one poll may abort and retry before yielding.
+const MAX_RETRIES: u32 = 4;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// One case of a `select!`, as driven by [`Select`]. Implemented only by
+/// [`RecvCase`] and [`SendCase`]; used by the macro's expansion.
+#[doc(hidden)]
+pub trait Case: sealed::Sealed + Send {
+    /// Pass 1: completes the operation if it is ready, storing the result.
+    fn try_now(&mut self) -> bool;
+    /// Pass 2: `true` if the case is ready after all (nothing enqueued),
+    /// else enqueues a waiter for case `index` of `signal`.
+    fn register(&mut self, signal: &Arc<Signal>, index: usize) -> bool;
+    /// Removes this case's waiter, if any, restoring a send case's value.
+    fn unregister(&mut self);
+    /// This case won: takes its result from its waiter.
+    fn complete(&mut self);
+}
+
+/// A `recv(rx) -> msg` case. Macro plumbing for [`select!`](crate::select!).
+///
+/// ```
+/// use goro::chan::select::{RecvCase, try_select};
+/// let (tx, rx) = goro::chan::bounded::<i32>(1);
+/// tx.try_send(1).unwrap();
+/// let mut case = RecvCase::new(&rx);
+/// assert_eq!(try_select([&mut case]), Some(0));
+/// assert_eq!(case.into_result(), Some(Ok(1)));
+/// ```
+#[doc(hidden)]
+pub struct RecvCase<'a, T> {
+    chan: &'a Chan<T>,
+    parked: Option<Parked<T>>,
+    result: Option<Result<T, RecvError>>,
+}
+
+impl<'a, T> RecvCase<'a, T> {
+    /// A case receiving from `rx`.
+    pub fn new(rx: &'a Receiver<T>) -> Self {
+        RecvCase { chan: &rx.chan, parked: None, result: None }
+    }
+
+    /// The outcome, if this case was the one that completed.
+    pub fn into_result(mut self) -> Option<Result<T, RecvError>> {
+        self.result.take()
+    }
+}
+
+impl<T> sealed::Sealed for RecvCase<'_, T> {}
+
+impl<T: Send> Case for RecvCase<'_, T> {
+    fn try_now(&mut self) -> bool {
+        let mut inner = self.chan.lock();
+        match self.chan.recv_locked(&mut inner, None) {
+            Ok((v, woken)) => {
+                drop(inner);
+                wake(woken);
+                self.result = Some(Ok(v));
+                true
+            }
+            Err(TryRecvError::Closed) => {
+                self.result = Some(Err(RecvError));
+                true
+            }
+            Err(TryRecvError::Empty) => false,
+        }
+    }
+
+    fn register(&mut self, signal: &Arc<Signal>, index: usize) -> bool {
+        let mut inner = self.chan.lock();
+        if self.chan.recv_ready_locked(&mut inner, signal) {
+            return true;
+        }
+        let w = Waiter::for_select(signal.clone(), index, None);
+        self.parked = Some(self.chan.park_recv_locked(&mut inner, w));
+        false
+    }
+
+    fn unregister(&mut self) {
+        if let Some(p) = self.parked.take() {
+            // Also the cancellation path of a winner that never looked at
+            // its value: `unpark_recv` gives the value back to the channel.
+            self.chan.unpark_recv(p);
+        }
+    }
+
+    fn complete(&mut self) {
+        let p = self.parked.take().expect("the winning case is parked");
+        self.result = Some(p.waiter.take_slot().ok_or(RecvError));
+    }
+}
+
+impl<T> Drop for RecvCase<'_, T> {
+    fn drop(&mut self) {
+        if let Some(p) = self.parked.take() {
+            self.chan.unpark_recv(p);
+        }
+    }
+}
+
+/// A `send(tx, v) -> res` case. Macro plumbing for [`select!`](crate::select!).
+///
+/// ```
+/// use goro::chan::select::{SendCase, try_select};
+/// let (tx, rx) = goro::chan::bounded::<i32>(1);
+/// let mut case = SendCase::new(&tx, 4);
+/// assert_eq!(try_select([&mut case]), Some(0));
+/// assert_eq!(case.into_result(), Some(Ok(())));
+/// assert_eq!(rx.try_recv(), Ok(4));
+/// ```
+#[doc(hidden)]
+pub struct SendCase<'a, T> {
+    chan: &'a Chan<T>,
+    /// The value while not parked; a parked case keeps it in its waiter.
+    value: Option<T>,
+    parked: Option<Parked<T>>,
+    result: Option<Result<(), SendError<T>>>,
+}
+
+impl<'a, T> SendCase<'a, T> {
+    /// A case sending `value` on `tx`.
+    pub fn new(tx: &'a Sender<T>, value: T) -> Self {
+        SendCase { chan: &tx.chan, value: Some(value), parked: None, result: None }
+    }
+
+    /// The outcome, if this case was the one that completed. A case that
+    /// did not complete drops its value here: it never entered the channel.
+    pub fn into_result(mut self) -> Option<Result<(), SendError<T>>> {
+        self.result.take()
+    }
+}
+
+impl<T> sealed::Sealed for SendCase<'_, T> {}
+
+impl<T: Send> Case for SendCase<'_, T> {
+    fn try_now(&mut self) -> bool {
+        let v = self.value.take().expect("an unparked send case holds its value");
+        let mut inner = self.chan.lock();
+        match self.chan.send_locked(&mut inner, v, None) {
+            Ok(woken) => {
+                drop(inner);
+                wake(woken);
+                self.result = Some(Ok(()));
+                true
+            }
+            Err(TrySendError::Closed(v)) => {
+                drop(inner);
+                self.result = Some(Err(SendError(v)));
+                true
+            }
+            Err(TrySendError::Full(v)) => {
+                drop(inner);
+                self.value = Some(v);
+                false
+            }
+        }
+    }
+
+    fn register(&mut self, signal: &Arc<Signal>, index: usize) -> bool {
+        let mut inner = self.chan.lock();
+        if self.chan.send_ready_locked(&mut inner, signal) {
+            return true;
+        }
+        let w = Waiter::for_select(signal.clone(), index, self.value.take());
+        self.parked = Some(self.chan.park_send_locked(&mut inner, w));
+        false
+    }
+
+    fn unregister(&mut self) {
+        if let Some(p) = self.parked.take() {
+            if let Some(v) = self.chan.unpark_send(p) {
+                self.value = Some(v);
+            }
+        }
+    }
+
+    fn complete(&mut self) {
+        let p = self.parked.take().expect("the winning case is parked");
+        self.result = Some(match p.waiter.take_slot() {
+            None => Ok(()),
+            Some(v) => Err(SendError(v)),
+        });
+    }
+}
+
+impl<T> Drop for SendCase<'_, T> {
+    fn drop(&mut self) {
+        if let Some(p) = self.parked.take() {
+            drop(self.chan.unpark_send(p));
+        }
+    }
+}
+
+/// A random permutation of `0..N` (Go's `pollorder`). Under loom the order
+/// is fixed: the model checker needs every execution to be reproducible.
+fn poll_order<const N: usize>() -> [usize; N] {
+    #[allow(unused_mut)] // shuffled only outside loom
+    let mut order: [usize; N] = std::array::from_fn(|i| i);
+    #[cfg(not(loom))]
+    for i in (1..N).rev() {
+        order.swap(i, rng::below(i + 1));
+    }
+    order
+}
+
+#[cfg(not(loom))]
+mod rng {
+    use std::cell::Cell;
+    use std::hash::BuildHasher;
+
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(seed());
+    }
+
+    /// A per-thread seed from std's randomly keyed hasher; never zero.
+    fn seed() -> u64 {
+        std::collections::hash_map::RandomState::new().hash_one(std::thread::current().id()) | 1
+    }
+
+    /// A number in `0..n` (xorshift64, then Lemire's multiply-shift).
+    pub(super) fn below(n: usize) -> usize {
+        STATE.with(|s| {
+            let mut x = s.get();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            s.set(x);
+            ((u128::from(x) * n as u128) >> 64) as usize
+        })
+    }
+}
+
+/// Pass 1 only: completes one ready case (chosen at random) and returns its
+/// index, or `None` if no case is ready. The `default` form of
+/// [`select!`](crate::select!).
+///
+/// ```
+/// use goro::chan::select::{RecvCase, try_select};
+/// let (_tx, rx) = goro::chan::bounded::<i32>(1);
+/// let mut case = RecvCase::new(&rx);
+/// assert_eq!(try_select([&mut case]), None);
+/// ```
+#[doc(hidden)]
+pub fn try_select<const N: usize>(mut cases: [&mut (dyn Case + '_); N]) -> Option<usize> {
+    poll_order::<N>().into_iter().find(|&i| cases[i].try_now())
+}
+
+/// The future of a `select!` without `default`; resolves to the index of the
+/// case that completed, whose result is then in that case object.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use goro::chan::select::{RecvCase, Select};
+/// let (tx, rx) = goro::chan::bounded::<i32>(1);
+/// tx.send(2).await.unwrap();
+/// let mut case = RecvCase::new(&rx);
+/// assert_eq!(Select::new([&mut case]).await, 0);
+/// assert_eq!(case.into_result(), Some(Ok(2)));
+/// # });
+/// ```
+#[doc(hidden)]
+#[must_use = "futures do nothing unless polled"]
+pub struct Select<'a, const N: usize> {
+    cases: [&'a mut (dyn Case + 'a); N],
+    /// Set while parked (pass 2 done, waiting to be completed).
+    signal: Option<Arc<Signal>>,
+    done: bool,
+}
+
+impl<'a, const N: usize> Select<'a, N> {
+    /// A select over `cases`.
+    pub fn new(cases: [&'a mut (dyn Case + 'a); N]) -> Self {
+        Select { cases, signal: None, done: false }
+    }
+
+    /// Removes every case's waiter (the winner's value, if any, goes back to
+    /// its channel).
+    fn unregister_all(&mut self) {
+        for c in self.cases.iter_mut() {
+            c.unregister();
+        }
+    }
+}
+
+impl<const N: usize> Future for Select<'_, N> {
+    type Output = usize;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        let this = self.get_mut();
+        assert!(!this.done, "select polled after completion");
+        let mut retries = 0;
+        loop {
+            // 4. Woken (or checking right after parking).
+            if let Some(signal) = &this.signal {
+                let Some(won) = signal.poll_done(cx) else {
+                    return Poll::Pending;
+                };
+                this.signal = None;
+                this.cases[won].complete();
+                this.unregister_all();
+                this.done = true;
+                return Poll::Ready(won);
+            }
+
+            // 1. Poll in random order.
+            let order = poll_order::<N>();
+            if let Some(i) = order.iter().copied().find(|&i| this.cases[i].try_now()) {
+                this.done = true;
+                return Poll::Ready(i);
+            }
+
+            // 2. Park on every channel, re-checking each under its lock.
+            let signal = Arc::new(Signal::new(cx.waker().clone()));
+            let became_ready = order.iter().any(|&i| this.cases[i].register(&signal, i));
+            this.signal = Some(signal);
+            if !became_ready {
+                continue; // to 4: maybe completed while we were enqueueing
+            }
+
+            // 3. Ready after all: abort and retry, unless already completed.
+            let signal = this.signal.as_ref().expect("set above");
+            if signal.abort().is_err() {
+                continue; // to 4
+            }
+            this.signal = None;
+            this.unregister_all();
+            retries += 1;
+            if retries == MAX_RETRIES {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+        }
+    }
+}
+
+impl<const N: usize> Drop for Select<'_, N> {
+    fn drop(&mut self) {
+        if let Some(signal) = self.signal.take() {
+            // Stop further completions; a case that already won gives its
+            // received value back in `unregister`.
+            let _ = signal.abort();
+            self.unregister_all();
+        }
+    }
+}
+
+/// Waits on several channel operations and completes exactly one, with Go's
+/// semantics and crossbeam-channel's syntax. See the [module docs](crate::chan::select).
+///
+/// Cases: `recv(rx) -> pat => body`, `send(tx, value) -> pat => body`, and at
+/// most one `default => body`. `rx`/`tx` are expressions giving a
+/// `Receiver`/`Sender` or a reference to one; `pat` binds a
+/// `Result<T, RecvError>` or a `Result<(), SendError<T>>`. Bodies are
+/// expressions (`,` between cases) or blocks; they may `break`, `continue`,
+/// `return`, use `?` and `.await`.
+///
+/// Without `default` the macro awaits, so it must be inside async code.
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// let (tx, rx) = goro::chan::bounded::<i32>(0);
+/// let (done_tx, done_rx) = goro::chan::bounded::<()>(0);
+/// done_tx.close();
+/// let r = goro::select! {
+///     send(tx, 1) -> res => { res.unwrap(); "sent" }
+///     recv(done_rx) -> _ => "done",
+/// };
+/// assert_eq!(r, "done"); // nobody receives on `rx`; `done_rx` is closed
+/// # drop(rx);
+///
+/// let got = goro::select! {
+///     recv(done_rx) -> msg => msg.is_ok(),
+///     default => true,
+/// };
+/// assert!(!got);
+/// # });
+/// ```
+#[macro_export]
+macro_rules! select {
+    () => {
+        ::core::compile_error!("goro::select! needs at least one `recv` or `send` case")
+    };
+    ($($tokens:tt)+) => {
+        $crate::__goro_select_parse!(@cases [] @default [] @rest [$($tokens)+])
+    };
+}
+
+/// Parses `select!` cases into `(recv (rx) (pat) (body))` /
+/// `(send (tx) (value) (pat) (body))` groups.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __goro_select_parse {
+    (@cases [] @default [$($d:tt)*] @rest []) => {
+        ::core::compile_error!("goro::select! needs at least one `recv` or `send` case")
+    };
+    (@cases [$($c:tt)+] @default [$($d:tt)*] @rest []) => {
+        $crate::__goro_select_bind!(@todo [$($c)+] @bound [] @default [$($d)*])
+    };
+    (@cases [$($c:tt)*] @default [$($d:tt)*] @rest [, $($rest:tt)*]) => {
+        $crate::__goro_select_parse!(@cases [$($c)*] @default [$($d)*] @rest [$($rest)*])
+    };
+
+    (@cases [$($c:tt)*] @default [$($d:tt)*]
+     @rest [recv($r:expr) -> $p:pat => $body:block $($rest:tt)*]) => {
+        $crate::__goro_select_parse!(@cases [$($c)* (recv ($r) ($p) ($body))]
+            @default [$($d)*] @rest [$($rest)*])
+    };
+    (@cases [$($c:tt)*] @default [$($d:tt)*]
+     @rest [recv($r:expr) -> $p:pat => $body:expr, $($rest:tt)*]) => {
+        $crate::__goro_select_parse!(@cases [$($c)* (recv ($r) ($p) ($body))]
+            @default [$($d)*] @rest [$($rest)*])
+    };
+    (@cases [$($c:tt)*] @default [$($d:tt)*]
+     @rest [recv($r:expr) -> $p:pat => $body:expr]) => {
+        $crate::__goro_select_parse!(@cases [$($c)* (recv ($r) ($p) ($body))]
+            @default [$($d)*] @rest [])
+    };
+
+    (@cases [$($c:tt)*] @default [$($d:tt)*]
+     @rest [send($s:expr, $v:expr) -> $p:pat => $body:block $($rest:tt)*]) => {
+        $crate::__goro_select_parse!(@cases [$($c)* (send ($s) ($v) ($p) ($body))]
+            @default [$($d)*] @rest [$($rest)*])
+    };
+    (@cases [$($c:tt)*] @default [$($d:tt)*]
+     @rest [send($s:expr, $v:expr) -> $p:pat => $body:expr, $($rest:tt)*]) => {
+        $crate::__goro_select_parse!(@cases [$($c)* (send ($s) ($v) ($p) ($body))]
+            @default [$($d)*] @rest [$($rest)*])
+    };
+    (@cases [$($c:tt)*] @default [$($d:tt)*]
+     @rest [send($s:expr, $v:expr) -> $p:pat => $body:expr]) => {
+        $crate::__goro_select_parse!(@cases [$($c)* (send ($s) ($v) ($p) ($body))]
+            @default [$($d)*] @rest [])
+    };
+
+    (@cases [$($c:tt)*] @default [] @rest [default => $body:block $($rest:tt)*]) => {
+        $crate::__goro_select_parse!(@cases [$($c)*] @default [($body)] @rest [$($rest)*])
+    };
+    (@cases [$($c:tt)*] @default [] @rest [default => $body:expr, $($rest:tt)*]) => {
+        $crate::__goro_select_parse!(@cases [$($c)*] @default [($body)] @rest [$($rest)*])
+    };
+    (@cases [$($c:tt)*] @default [] @rest [default => $body:expr]) => {
+        $crate::__goro_select_parse!(@cases [$($c)*] @default [($body)] @rest [])
+    };
+    (@cases [$($c:tt)*] @default [$($d:tt)+] @rest [default $($rest:tt)*]) => {
+        ::core::compile_error!("goro::select!: more than one `default` case")
+    };
+
+    (@cases [$($c:tt)*] @default [$($d:tt)*] @rest [$($rest:tt)*]) => {
+        ::core::compile_error!(
+            "goro::select!: expected `recv(rx) -> pattern => body`, \
+             `send(tx, value) -> pattern => body` or `default => body`"
+        )
+    };
+}
+
+/// Evaluates the channel and value expressions in source order and binds one
+/// case object per case (each `case` identifier is distinct by hygiene).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __goro_select_bind {
+    (@todo [(recv ($r:expr) ($p:pat) ($body:expr)) $($todo:tt)*]
+     @bound [$($bound:tt)*] @default [$($d:tt)*]) => {{
+        let chan = &$r;
+        let mut case = $crate::chan::select::RecvCase::new(chan);
+        $crate::__goro_select_bind!(@todo [$($todo)*]
+            @bound [$($bound)* (case ($p) ($body))] @default [$($d)*])
+    }};
+    (@todo [(send ($s:expr) ($v:expr) ($p:pat) ($body:expr)) $($todo:tt)*]
+     @bound [$($bound:tt)*] @default [$($d:tt)*]) => {{
+        let chan = &$s;
+        let mut case = $crate::chan::select::SendCase::new(chan, $v);
+        $crate::__goro_select_bind!(@todo [$($todo)*]
+            @bound [$($bound)* (case ($p) ($body))] @default [$($d)*])
+    }};
+    (@todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+] @default []) => {{
+        $crate::chan::select::Select::new(
+            [$(&mut $case as &mut dyn $crate::chan::select::Case),+]
+        ).await;
+        // Consume the cases (ending their borrows) before running a body.
+        $(let $case = $case.into_result();)+
+        $crate::__goro_select_arms!([$(($case ($p) ($body)))+]
+            [::core::unreachable!("goro::select!: no case completed")])
+    }};
+    (@todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+] @default [($d:expr)]) => {{
+        $crate::chan::select::try_select(
+            [$(&mut $case as &mut dyn $crate::chan::select::Case),+]
+        );
+        $(let $case = $case.into_result();)+
+        $crate::__goro_select_arms!([$(($case ($p) ($body)))+] [$d])
+    }};
+}
+
+/// Runs the body of the case that holds a result, else the fallback.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __goro_select_arms {
+    ([($case:ident ($p:pat) ($body:expr)) $($rest:tt)*] [$fallback:expr]) => {
+        match $case {
+            ::core::option::Option::Some($p) => $body,
+            ::core::option::Option::None => $crate::__goro_select_arms!([$($rest)*] [$fallback]),
+        }
+    };
+    ([] [$fallback:expr]) => {
+        $fallback
+    };
+}
