@@ -40,8 +40,8 @@
 //! ```
 #![warn(missing_docs)]
 
-pub(crate) mod loom;
 pub mod chan;
+pub(crate) mod loom;
 pub mod runtime;
 pub(crate) mod sched;
 pub mod stats;

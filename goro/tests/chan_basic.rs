@@ -38,7 +38,11 @@ fn try_send_fills_buffer_then_reports_full() {
     let (tx, rx) = chan::bounded::<u8>(2);
     assert_eq!(tx.try_send(1), Ok(()));
     assert_eq!(tx.try_send(2), Ok(()));
-    assert_eq!(tx.try_send(3), Err(TrySendError::Full(3)), "third value exceeds cap 2");
+    assert_eq!(
+        tx.try_send(3),
+        Err(TrySendError::Full(3)),
+        "third value exceeds cap 2"
+    );
     assert_eq!(rx.len(), 2);
 }
 
@@ -70,10 +74,21 @@ fn rendezvous_send_completes_only_when_received() {
     let (tx, rx) = chan::bounded::<u8>(0);
     let (wakes, waker) = counting_waker();
     let mut send = tx.send(5);
-    assert!(poll_with(&mut send, &waker).is_pending(), "no receiver yet: the send must wait");
+    assert!(
+        poll_with(&mut send, &waker).is_pending(),
+        "no receiver yet: the send must wait"
+    );
     assert_eq!(tx.len(), 0, "a rendezvous channel buffers nothing");
-    assert_eq!(rx.try_recv(), Ok(5), "the receiver takes the parked sender's value");
-    assert_eq!(wakes.wakes.load(Ordering::SeqCst), 1, "the sender is woken once");
+    assert_eq!(
+        rx.try_recv(),
+        Ok(5),
+        "the receiver takes the parked sender's value"
+    );
+    assert_eq!(
+        wakes.wakes.load(Ordering::SeqCst),
+        1,
+        "the sender is woken once"
+    );
     assert_eq!(poll_with(&mut send, &waker), Poll::Ready(Ok(())));
 }
 
@@ -84,7 +99,11 @@ fn parked_receiver_gets_value_handed_directly() {
     let mut recv = rx.recv();
     assert!(poll_with(&mut recv, &waker).is_pending());
     tx.try_send(9).unwrap();
-    assert_eq!(rx.len(), 0, "the value went to the receiver, not the buffer");
+    assert_eq!(
+        rx.len(),
+        0,
+        "the value went to the receiver, not the buffer"
+    );
     assert_eq!(wakes.wakes.load(Ordering::SeqCst), 1);
     assert_eq!(poll_with(&mut recv, &waker), Poll::Ready(Ok(9)));
 }
@@ -95,9 +114,16 @@ fn recv_on_full_buffer_moves_parked_sender_value_into_tail() {
     tx.try_send(1).unwrap();
     let (wakes, waker) = counting_waker();
     let mut send = tx.send(2);
-    assert!(poll_with(&mut send, &waker).is_pending(), "buffer full: the send parks");
+    assert!(
+        poll_with(&mut send, &waker).is_pending(),
+        "buffer full: the send parks"
+    );
     assert_eq!(rx.try_recv(), Ok(1), "the head comes first");
-    assert_eq!(rx.len(), 1, "the parked sender's value moved into the buffer");
+    assert_eq!(
+        rx.len(),
+        1,
+        "the parked sender's value moved into the buffer"
+    );
     assert_eq!(wakes.wakes.load(Ordering::SeqCst), 1);
     assert_eq!(poll_with(&mut send, &waker), Poll::Ready(Ok(())));
     assert_eq!(rx.try_recv(), Ok(2));
@@ -151,7 +177,11 @@ fn last_sender_drop_closes_channel() {
     assert!(!rx.is_closed(), "a clone is still alive");
     drop(tx2);
     assert!(rx.is_closed(), "the last sender closed the channel");
-    assert_eq!(rx.try_recv(), Ok(1), "the buffered value survives the close");
+    assert_eq!(
+        rx.try_recv(),
+        Ok(1),
+        "the buffered value survives the close"
+    );
     assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
 }
 
@@ -172,7 +202,11 @@ fn dropping_all_receivers_does_not_close() {
     drop(rx);
     assert!(!tx.is_closed(), "Go semantics: only senders close");
     assert_eq!(tx.try_send(1), Ok(()));
-    assert_eq!(tx.try_send(2), Err(TrySendError::Full(2)), "sends block (Full) once buffered");
+    assert_eq!(
+        tx.try_send(2),
+        Err(TrySendError::Full(2)),
+        "sends block (Full) once buffered"
+    );
 }
 
 #[test]
@@ -185,7 +219,11 @@ fn close_wakes_parked_receivers() {
     assert!(poll_with(&mut r1, &waker).is_pending());
     assert!(poll_with(&mut r2, &waker).is_pending());
     tx.close();
-    assert_eq!(wakes.wakes.load(Ordering::SeqCst), 2, "both parked receivers woken");
+    assert_eq!(
+        wakes.wakes.load(Ordering::SeqCst),
+        2,
+        "both parked receivers woken"
+    );
     assert_eq!(poll_with(&mut r1, &waker), Poll::Ready(Err(RecvError)));
     assert_eq!(poll_with(&mut r2, &waker), Poll::Ready(Err(RecvError)));
 }
@@ -200,7 +238,11 @@ fn close_gives_parked_senders_their_values_back() {
     assert!(poll_with(&mut s1, &waker).is_pending());
     assert!(poll_with(&mut s2, &waker).is_pending());
     tx.close();
-    assert_eq!(wakes.wakes.load(Ordering::SeqCst), 2, "both parked senders woken");
+    assert_eq!(
+        wakes.wakes.load(Ordering::SeqCst),
+        2,
+        "both parked senders woken"
+    );
     match (poll_with(&mut s1, &waker), poll_with(&mut s2, &waker)) {
         (Poll::Ready(Err(SendError(a))), Poll::Ready(Err(SendError(b)))) => {
             assert_eq!((a.as_str(), b.as_str()), ("a", "b"));
@@ -220,12 +262,17 @@ fn close_wakes_blocked_threads_on_both_sides() {
     // Whether the threads have parked yet or not, both must return.
     tx.close();
     ftx.close();
-    let (r, s) = within("blocked receiver and sender return after close", move || {
-        (recv.join().unwrap(), send.join().unwrap())
-    });
+    let (r, s) = within(
+        "blocked receiver and sender return after close",
+        move || (recv.join().unwrap(), send.join().unwrap()),
+    );
     assert_eq!(r, Err(RecvError), "the receiver sees the close");
     assert_eq!(s, Err(SendError(1)), "the sender gets its value back");
-    assert_eq!(frx.try_recv(), Ok(0), "the buffered value survives the close");
+    assert_eq!(
+        frx.try_recv(),
+        Ok(0),
+        "the buffered value survives the close"
+    );
 }
 
 #[test]
@@ -259,7 +306,10 @@ fn mpmc_blocking_threads_deliver_every_value_once() {
             for s in senders {
                 s.join().unwrap();
             }
-            receivers.into_iter().flat_map(|r| r.join().unwrap()).collect::<Vec<_>>()
+            receivers
+                .into_iter()
+                .flat_map(|r| r.join().unwrap())
+                .collect::<Vec<_>>()
         });
         assert_eq!(got.len(), 1000, "cap {cap}: every value received");
         let unique: HashSet<_> = got.iter().collect();
@@ -301,12 +351,27 @@ fn stream_yields_values_until_closed() {
 
 #[test]
 fn errors_display_clear_messages() {
-    assert_eq!(SendError(1).to_string(), "sending on a closed channel (the value is returned in the error)");
-    assert!(TrySendError::Full(1).to_string().starts_with("sending on a full channel"));
-    assert!(TrySendError::Closed(1).to_string().starts_with("sending on a closed channel"));
-    assert_eq!(RecvError.to_string(), "receiving on a closed and empty channel");
-    assert!(TryRecvError::Empty.to_string().starts_with("receiving on an empty channel"));
-    assert_eq!(TryRecvError::Closed.to_string(), "receiving on a closed and empty channel");
+    assert_eq!(
+        SendError(1).to_string(),
+        "sending on a closed channel (the value is returned in the error)"
+    );
+    assert!(TrySendError::Full(1)
+        .to_string()
+        .starts_with("sending on a full channel"));
+    assert!(TrySendError::Closed(1)
+        .to_string()
+        .starts_with("sending on a closed channel"));
+    assert_eq!(
+        RecvError.to_string(),
+        "receiving on a closed and empty channel"
+    );
+    assert!(TryRecvError::Empty
+        .to_string()
+        .starts_with("receiving on an empty channel"));
+    assert_eq!(
+        TryRecvError::Closed.to_string(),
+        "receiving on a closed and empty channel"
+    );
     assert_eq!(format!("{:?}", SendError(vec![1])), "SendError(..)");
 }
 

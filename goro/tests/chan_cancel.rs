@@ -32,7 +32,11 @@ fn dropped_send_future_leaves_no_value_at_cap_0() {
     let mut send = tx.send(1);
     assert!(poll_once(&mut send).is_pending(), "parked as a waiter");
     drop(send);
-    assert_eq!(rx.try_recv(), Err(TryRecvError::Empty), "the cancelled value is not received");
+    assert_eq!(
+        rx.try_recv(),
+        Err(TryRecvError::Empty),
+        "the cancelled value is not received"
+    );
     assert_eq!(rx.len(), 0);
 }
 
@@ -44,7 +48,11 @@ fn dropped_send_future_leaves_no_value_on_full_buffer() {
     assert!(poll_once(&mut send).is_pending());
     drop(send);
     assert_eq!(rx.try_recv(), Ok(1));
-    assert_eq!(rx.try_recv(), Err(TryRecvError::Empty), "value 2 was never sent");
+    assert_eq!(
+        rx.try_recv(),
+        Err(TryRecvError::Empty),
+        "value 2 was never sent"
+    );
 }
 
 #[test]
@@ -54,7 +62,11 @@ fn dropped_send_future_drops_its_value_once() {
     let mut send = tx.send(Tracked::new(1, &drops));
     assert!(poll_once(&mut send).is_pending());
     drop(send);
-    assert_eq!(drops.load(Ordering::SeqCst), 1, "the unsent value is dropped exactly once");
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "the unsent value is dropped exactly once"
+    );
 }
 
 #[test]
@@ -64,7 +76,11 @@ fn value_handed_to_dropped_receiver_is_not_lost() {
     assert!(poll_once(&mut recv).is_pending());
     assert_eq!(tx.try_send(5), Ok(()), "handed to the parked receiver");
     drop(recv); // before it ever saw the value
-    assert_eq!(rx.len(), 1, "the value went back into the channel (past cap 0)");
+    assert_eq!(
+        rx.len(),
+        1,
+        "the value went back into the channel (past cap 0)"
+    );
     assert_eq!(rx.try_recv(), Ok(5), "and the next receiver gets it");
 }
 
@@ -78,7 +94,11 @@ fn value_handed_to_dropped_receiver_goes_to_next_parked_receiver() {
     assert!(poll_with(&mut second, &waker).is_pending());
     tx.try_send(7).unwrap();
     drop(first);
-    assert_eq!(wakes.wakes.load(Ordering::SeqCst), 1, "the second receiver is woken");
+    assert_eq!(
+        wakes.wakes.load(Ordering::SeqCst),
+        1,
+        "the second receiver is woken"
+    );
     assert_eq!(poll_with(&mut second, &waker), Poll::Ready(Ok(7)));
     assert_eq!(rx.len(), 0);
 }
@@ -112,10 +132,16 @@ fn dropped_stream_receiver_returns_pending_value() {
     let (tx, rx) = chan::bounded::<u8>(0);
     let mut streaming = rx.clone();
     let mut cx = std::task::Context::from_waker(futures::task::noop_waker_ref());
-    assert!(std::pin::Pin::new(&mut streaming).poll_next(&mut cx).is_pending());
+    assert!(std::pin::Pin::new(&mut streaming)
+        .poll_next(&mut cx)
+        .is_pending());
     tx.try_send(4).unwrap();
     drop(streaming);
-    assert_eq!(rx.try_recv(), Ok(4), "the value handed to the dropped stream is kept");
+    assert_eq!(
+        rx.try_recv(),
+        Ok(4),
+        "the value handed to the dropped stream is kept"
+    );
 }
 
 #[test]
@@ -131,12 +157,27 @@ fn dropped_select_leaves_no_waiters() {
             send(tx_c, 11) -> r => r.map(|_| "c").map_err(|_| goro::chan::RecvError),
         }
     });
-    assert!(poll_once(&mut sel).is_pending(), "no case ready: parked on all three");
+    assert!(
+        poll_once(&mut sel).is_pending(),
+        "no case ready: parked on all three"
+    );
     drop(sel);
-    assert_eq!(tx_a.try_send(1), Err(TrySendError::Full(1)), "no waiter left on a");
-    assert_eq!(tx_b.try_send(2), Err(TrySendError::Full(2)), "no waiter left on b");
+    assert_eq!(
+        tx_a.try_send(1),
+        Err(TrySendError::Full(1)),
+        "no waiter left on a"
+    );
+    assert_eq!(
+        tx_b.try_send(2),
+        Err(TrySendError::Full(2)),
+        "no waiter left on b"
+    );
     assert_eq!(rx_c.try_recv(), Ok(10));
-    assert_eq!(rx_c.try_recv(), Err(TryRecvError::Empty), "the send case's value was not sent");
+    assert_eq!(
+        rx_c.try_recv(),
+        Err(TryRecvError::Empty),
+        "the send case's value was not sent"
+    );
 }
 
 #[test]
@@ -168,7 +209,9 @@ fn dropped_select_send_case_that_was_taken_stays_delivered() {
         }
     });
     assert!(poll_once(&mut sel).is_pending());
-    let got = rx.try_recv().expect("the receiver takes the select's value");
+    let got = rx
+        .try_recv()
+        .expect("the receiver takes the select's value");
     drop(sel);
     assert_eq!(got.id, 1);
     assert_eq!(drops.load(Ordering::SeqCst), 0, "delivered, not dropped");
@@ -184,27 +227,30 @@ fn cancelling_receives_racing_a_sender_loses_nothing() {
     // order, exactly once.
     const N: u32 = 2000;
     let (tx, rx) = chan::bounded::<u32>(0);
-    let got = within("receiver that cancels while a sender hands off", move || {
-        let sender = std::thread::spawn(move || {
-            for i in 0..N {
-                tx.send_blocking(i).unwrap();
-            }
-        });
-        let mut got = Vec::with_capacity(N as usize);
-        loop {
-            let mut recv = rx.recv();
-            match poll_once(&mut recv) {
-                Poll::Ready(Ok(v)) => got.push(v),
-                Poll::Ready(Err(_)) => break,
-                Poll::Pending => {
-                    drop(recv);
-                    std::thread::yield_now();
+    let got = within(
+        "receiver that cancels while a sender hands off",
+        move || {
+            let sender = std::thread::spawn(move || {
+                for i in 0..N {
+                    tx.send_blocking(i).unwrap();
+                }
+            });
+            let mut got = Vec::with_capacity(N as usize);
+            loop {
+                let mut recv = rx.recv();
+                match poll_once(&mut recv) {
+                    Poll::Ready(Ok(v)) => got.push(v),
+                    Poll::Ready(Err(_)) => break,
+                    Poll::Pending => {
+                        drop(recv);
+                        std::thread::yield_now();
+                    }
                 }
             }
-        }
-        sender.join().unwrap();
-        got
-    });
+            sender.join().unwrap();
+            got
+        },
+    );
     assert_eq!(got, (0..N).collect::<Vec<_>>());
 }
 
@@ -240,8 +286,14 @@ fn cancelling_sends_racing_a_receiver_keeps_only_taken_values() {
         drop(tx);
         (completed, receiver.join().unwrap())
     });
-    assert!(got.windows(2).all(|w| w[0] < w[1]), "received in order, no duplicates");
+    assert!(
+        got.windows(2).all(|w| w[0] < w[1]),
+        "received in order, no duplicates"
+    );
     let received: std::collections::HashSet<_> = got.iter().copied().collect();
     let missing: Vec<_> = completed.iter().filter(|v| !received.contains(v)).collect();
-    assert!(missing.is_empty(), "completed sends never received: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "completed sends never received: {missing:?}"
+    );
 }

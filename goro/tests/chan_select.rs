@@ -44,7 +44,11 @@ fn select_completes_the_only_ready_send_case() {
     });
     assert_eq!(got, Got::B(Ok(())));
     assert_eq!(rx_b.try_recv(), Ok(2));
-    assert_eq!(rx_a.try_recv(), Err(TryRecvError::Empty), "the losing case sent nothing");
+    assert_eq!(
+        rx_a.try_recv(),
+        Err(TryRecvError::Empty),
+        "the losing case sent nothing"
+    );
 }
 
 #[test]
@@ -86,15 +90,30 @@ fn select_send_not_chosen_does_not_consume_its_value() {
             default => panic!("both cases were ready"),
         };
         if sent {
-            assert_eq!(rx.try_recv().map(|t| t.id).ok(), Some(i), "the chosen send delivered");
+            assert_eq!(
+                rx.try_recv().map(|t| t.id).ok(),
+                Some(i),
+                "the chosen send delivered"
+            );
             let _ = rx_ready.try_recv(); // reset for the next round
         } else {
             recv_wins += 1;
-            assert_eq!(rx.len(), 0, "round {i}: the losing send case put nothing in the channel");
+            assert_eq!(
+                rx.len(),
+                0,
+                "round {i}: the losing send case put nothing in the channel"
+            );
         }
     }
-    assert!(recv_wins > 0, "the recv case won at least once in 200 rounds");
-    assert_eq!(drops.load(Ordering::SeqCst), 200, "every value dropped exactly once");
+    assert!(
+        recv_wins > 0,
+        "the recv case won at least once in 200 rounds"
+    );
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        200,
+        "every value dropped exactly once"
+    );
 }
 
 #[test]
@@ -145,7 +164,11 @@ fn select_parks_and_is_woken_by_any_channel() {
             selector.join().unwrap()
         });
         assert_eq!(got, if which == 0 { Got::A(10) } else { Got::B(20) });
-        assert_eq!(rx_c.len(), 1, "the parked send case left channel c untouched");
+        assert_eq!(
+            rx_c.len(),
+            1,
+            "the parked send case left channel c untouched"
+        );
     }
 }
 
@@ -156,7 +179,11 @@ fn select_recv_on_closed_channel_is_ready_with_err() {
     tx.close();
     let first = goro::select! { recv(rx) -> m => m, default => panic!("closed is ready") };
     let second = goro::select! { recv(rx) -> m => m, default => panic!("closed is ready") };
-    assert_eq!((first, second), (Ok(1), Err(RecvError)), "drains, then reports closed");
+    assert_eq!(
+        (first, second),
+        (Ok(1), Err(RecvError)),
+        "drains, then reports closed"
+    );
 }
 
 #[test]
@@ -211,7 +238,10 @@ fn select_with_the_same_receiver_twice() {
         assert_eq!(tx.try_send(4), Err(chan::TrySendError::Full(4)));
         selector.join().unwrap()
     });
-    assert!(got == Got::A(3) || got == Got::B(3), "exactly one case got the value: {got:?}");
+    assert!(
+        got == Got::A(3) || got == Got::B(3),
+        "exactly one case got the value: {got:?}"
+    );
 }
 
 #[test]
@@ -240,7 +270,11 @@ fn select_send_and_recv_on_one_rendezvous_channel_does_not_match_itself() {
         selector.join().unwrap()
     });
     assert_eq!(got, Got::B(true));
-    assert_eq!(rx.try_recv(), Err(TryRecvError::Empty), "the send case's waiter is gone");
+    assert_eq!(
+        rx.try_recv(),
+        Err(TryRecvError::Empty),
+        "the send case's waiter is gone"
+    );
 }
 
 #[test]
@@ -286,8 +320,12 @@ fn select_sends_reach_exactly_one_receiver() {
     let (tx_a, rx_a) = chan::bounded::<u32>(0);
     let (tx_b, rx_b) = chan::bounded::<u32>(0);
     let (a, b) = within("select sending to two receivers", move || {
-        let ca = std::thread::spawn(move || std::iter::from_fn(|| rx_a.recv_blocking().ok()).collect::<Vec<_>>());
-        let cb = std::thread::spawn(move || std::iter::from_fn(|| rx_b.recv_blocking().ok()).collect::<Vec<_>>());
+        let ca = std::thread::spawn(move || {
+            std::iter::from_fn(|| rx_a.recv_blocking().ok()).collect::<Vec<_>>()
+        });
+        let cb = std::thread::spawn(move || {
+            std::iter::from_fn(|| rx_b.recv_blocking().ok()).collect::<Vec<_>>()
+        });
         futures::executor::block_on(async {
             for i in 0..N {
                 goro::select! {
@@ -301,7 +339,11 @@ fn select_sends_reach_exactly_one_receiver() {
     });
     let mut all: Vec<_> = a.iter().chain(&b).copied().collect();
     all.sort_unstable();
-    assert_eq!(all, (0..N).collect::<Vec<_>>(), "each value delivered exactly once");
+    assert_eq!(
+        all,
+        (0..N).collect::<Vec<_>>(),
+        "each value delivered exactly once"
+    );
 }
 
 #[test]

@@ -83,7 +83,10 @@ pub struct Tracked {
 
 impl Tracked {
     pub fn new(id: u32, drops: &Arc<AtomicUsize>) -> Tracked {
-        Tracked { id, drops: drops.clone() }
+        Tracked {
+            id,
+            drops: drops.clone(),
+        }
     }
 }
 

@@ -37,7 +37,10 @@ impl Wake for Parker {
 /// Polls `fut` to completion, sleeping between polls until woken. A lost
 /// wakeup shows up as loom reporting a deadlock.
 fn block_on<F: Future>(fut: F) -> F::Output {
-    let parker = Arc::new(Parker { woken: Mutex::new(false), cv: Condvar::new() });
+    let parker = Arc::new(Parker {
+        woken: Mutex::new(false),
+        cv: Condvar::new(),
+    });
     let waker = Waker::from(parker.clone());
     let mut cx = Context::from_waker(&waker);
     let mut fut = pin!(fut);
@@ -90,7 +93,11 @@ fn cap1_keeps_order_through_a_full_buffer() {
         assert_eq!(block_on(rx.recv()), Ok(1));
         assert_eq!(block_on(rx.recv()), Ok(2));
         t.join().unwrap();
-        assert_eq!(block_on(rx.recv()), Err(RecvError), "closed by the last sender's drop");
+        assert_eq!(
+            block_on(rx.recv()),
+            Err(RecvError),
+            "closed by the last sender's drop"
+        );
     });
 }
 
@@ -173,7 +180,11 @@ fn cancelled_send_leaves_nothing_behind() {
             got.extend(std::iter::from_fn(|| rx.try_recv().ok()));
             // The cancelled 7 was either taken before the drop (and then
             // delivered once) or never entered the channel.
-            let want: &[&[u8]] = if cap == 0 { &[&[], &[7]] } else { &[&[1], &[1, 7]] };
+            let want: &[&[u8]] = if cap == 0 {
+                &[&[], &[7]]
+            } else {
+                &[&[1], &[1, 7]]
+            };
             assert!(want.contains(&got.as_slice()), "cap {cap}: got {got:?}");
             drop(tx);
         });
@@ -205,8 +216,16 @@ fn select_completes_exactly_one_case() {
             other => panic!("unexpected {other:?}"),
         };
         let b = t.join().unwrap();
-        assert_eq!(b.is_ok(), b_sent, "b's value was delivered iff try_send succeeded");
-        assert_eq!(rx_b.try_recv(), Err(TryRecvError::Closed), "no stale waiter took anything");
+        assert_eq!(
+            b.is_ok(),
+            b_sent,
+            "b's value was delivered iff try_send succeeded"
+        );
+        assert_eq!(
+            rx_b.try_recv(),
+            Err(TryRecvError::Closed),
+            "no stale waiter took anything"
+        );
     });
 }
 
@@ -277,6 +296,10 @@ fn cancelled_select_loses_no_value() {
             Err(TrySendError::Full(7)) => assert_eq!(rx_a.try_recv(), Err(TryRecvError::Empty)),
             Err(e) => panic!("unexpected {e:?}"),
         }
-        assert_eq!(rx_b.try_recv(), Err(TryRecvError::Empty), "no waiter left behind on b");
+        assert_eq!(
+            rx_b.try_recv(),
+            Err(TryRecvError::Empty),
+            "no waiter left behind on b"
+        );
     });
 }

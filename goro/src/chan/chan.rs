@@ -68,12 +68,10 @@
 //!   binary search plus a short shift.
 
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::PoisonError;
 use std::task::{Context, Poll, Waker};
 
-use crate::loom::{Arc, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+use crate::loom::{Arc, AtomicUsize, Mutex, MutexGuard, Ordering};
 
 use super::{RecvError, SendError, TryRecvError, TrySendError};
 
@@ -118,7 +116,10 @@ pub struct Signal {
 
 impl Signal {
     pub(crate) fn new(waker: Waker) -> Signal {
-        Signal { state: AtomicUsize::new(WAITING), waker: Mutex::new(Some(waker)) }
+        Signal {
+            state: AtomicUsize::new(WAITING),
+            waker: Mutex::new(Some(waker)),
+        }
     }
 
     /// Claims a waiting operation for `case`. Only one claim (or abort) ever
@@ -213,11 +214,19 @@ pub(crate) struct Waiter<T> {
 
 impl<T> Waiter<T> {
     pub(crate) fn plain(waker: Waker, value: Option<T>) -> Waiter<T> {
-        Waiter { signal: SignalRef::Own(Signal::new(waker)), case: 0, slot: Mutex::new(value) }
+        Waiter {
+            signal: SignalRef::Own(Signal::new(waker)),
+            case: 0,
+            slot: Mutex::new(value),
+        }
     }
 
     pub(crate) fn for_select(signal: Arc<Signal>, case: usize, value: Option<T>) -> Waiter<T> {
-        Waiter { signal: SignalRef::Shared(signal), case, slot: Mutex::new(value) }
+        Waiter {
+            signal: SignalRef::Shared(signal),
+            case,
+            slot: Mutex::new(value),
+        }
     }
 
     pub(crate) fn signal(&self) -> &Signal {
@@ -265,13 +274,19 @@ struct WaitQueue<T> {
 
 impl<T> WaitQueue<T> {
     fn new() -> WaitQueue<T> {
-        WaitQueue { entries: VecDeque::new(), next_id: 0 }
+        WaitQueue {
+            entries: VecDeque::new(),
+            next_id: 0,
+        }
     }
 
     fn push(&mut self, waiter: Arc<Waiter<T>>) -> Parked<T> {
         let id = self.next_id;
         self.next_id += 1;
-        self.entries.push_back(Entry { id, waiter: waiter.clone() });
+        self.entries.push_back(Entry {
+            id,
+            waiter: waiter.clone(),
+        });
         Parked { waiter, id }
     }
 
@@ -606,46 +621,5 @@ pub(crate) fn poll_recv<T>(
             *parked = Some(chan.park_recv_locked(&mut inner, w));
             Poll::Pending
         }
-    }
-}
-
-// --------------------------------------------------------------------------
-// Blocking an OS thread (send_blocking / recv_blocking)
-// --------------------------------------------------------------------------
-
-/// Wakes a thread blocked in [`block_on`].
-struct ThreadParker {
-    notified: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl std::task::Wake for ThreadParker {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &std::sync::Arc<Self>) {
-        *lock(&self.notified) = true;
-        self.cv.notify_one();
-    }
-}
-
-/// Runs `fut` to completion on the current thread, sleeping on a condition
-/// variable between polls. For plain threads outside any runtime.
-pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
-    let parker =
-        std::sync::Arc::new(ThreadParker { notified: Mutex::new(false), cv: Condvar::new() });
-    let waker = Waker::from(parker.clone());
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let Poll::Ready(v) = Pin::as_mut(&mut fut).poll(&mut cx) {
-            return v;
-        }
-        let mut notified = lock(&parker.notified);
-        while !*notified {
-            notified = parker.cv.wait(notified).unwrap_or_else(PoisonError::into_inner);
-        }
-        *notified = false;
     }
 }

@@ -85,7 +85,7 @@ use futures_core::Stream;
 use self::chan::{Chan, Parked};
 use crate::loom::{Arc, Ordering};
 
-use self::chan::block_on;
+use crate::sync::block_on;
 
 /// Creates a channel of capacity `cap`; `0` makes a rendezvous channel where
 /// a send completes only once a receiver has taken the value.
@@ -100,7 +100,13 @@ use self::chan::block_on;
 /// ```
 pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
     let chan = Arc::new(Chan::new(cap));
-    (Sender { chan: chan.clone() }, Receiver { chan, pending: None })
+    (
+        Sender { chan: chan.clone() },
+        Receiver {
+            chan,
+            pending: None,
+        },
+    )
 }
 
 // --------------------------------------------------------------------------
@@ -311,7 +317,11 @@ impl<T> Sender<T> {
     /// # });
     /// ```
     pub fn send(&self, v: T) -> SendFuture<'_, T> {
-        SendFuture { chan: &self.chan, value: Some(v), parked: None }
+        SendFuture {
+            chan: &self.chan,
+            value: Some(v),
+            parked: None,
+        }
     }
 
     /// Sends `v` if that can be done without waiting: a receiver is parked,
@@ -407,7 +417,9 @@ impl<T> Clone for Sender<T> {
         // Relaxed: a new handle is made from a live one, so the count is
         // already >= 1 and cannot reach 0 concurrently (as `Arc::clone`).
         self.chan.senders.fetch_add(1, Ordering::Relaxed);
-        Sender { chan: self.chan.clone() }
+        Sender {
+            chan: self.chan.clone(),
+        }
     }
 }
 
@@ -471,7 +483,9 @@ impl<T> Drop for SendFuture<'_, T> {
 
 impl<T> fmt::Debug for SendFuture<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SendFuture").field("parked", &self.parked.is_some()).finish()
+        f.debug_struct("SendFuture")
+            .field("parked", &self.parked.is_some())
+            .finish()
     }
 }
 
@@ -517,7 +531,10 @@ impl<T> Receiver<T> {
     /// # });
     /// ```
     pub fn recv(&self) -> RecvFuture<'_, T> {
-        RecvFuture { chan: &self.chan, parked: None }
+        RecvFuture {
+            chan: &self.chan,
+            parked: None,
+        }
     }
 
     /// Receives a value if one is available without waiting.
@@ -595,7 +612,10 @@ impl<T> Receiver<T> {
 
 impl<T> Clone for Receiver<T> {
     fn clone(&self) -> Self {
-        Receiver { chan: self.chan.clone(), pending: None }
+        Receiver {
+            chan: self.chan.clone(),
+            pending: None,
+        }
     }
 }
 
@@ -665,6 +685,8 @@ impl<T> Drop for RecvFuture<'_, T> {
 
 impl<T> fmt::Debug for RecvFuture<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RecvFuture").field("parked", &self.parked.is_some()).finish()
+        f.debug_struct("RecvFuture")
+            .field("parked", &self.parked.is_some())
+            .finish()
     }
 }

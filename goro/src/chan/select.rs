@@ -142,7 +142,11 @@ pub struct RecvCase<'a, T> {
 impl<'a, T> RecvCase<'a, T> {
     /// A case receiving from `rx`.
     pub fn new(rx: &'a Receiver<T>) -> Self {
-        RecvCase { chan: &rx.chan, parked: None, result: None }
+        RecvCase {
+            chan: &rx.chan,
+            parked: None,
+            result: None,
+        }
     }
 
     /// The outcome, if this case was the one that completed.
@@ -225,7 +229,12 @@ pub struct SendCase<'a, T> {
 impl<'a, T> SendCase<'a, T> {
     /// A case sending `value` on `tx`.
     pub fn new(tx: &'a Sender<T>, value: T) -> Self {
-        SendCase { chan: &tx.chan, value: Some(value), parked: None, result: None }
+        SendCase {
+            chan: &tx.chan,
+            value: Some(value),
+            parked: None,
+            result: None,
+        }
     }
 
     /// The outcome, if this case was the one that completed. A case that
@@ -239,7 +248,10 @@ impl<T> sealed::Sealed for SendCase<'_, T> {}
 
 impl<T: Send> Case for SendCase<'_, T> {
     fn try_now(&mut self) -> bool {
-        let v = self.value.take().expect("an unparked send case holds its value");
+        let v = self
+            .value
+            .take()
+            .expect("an unparked send case holds its value");
         let mut inner = self.chan.lock();
         match self.chan.send_locked(&mut inner, v, None) {
             Ok(woken) => {
@@ -375,7 +387,11 @@ pub struct Select<'a, const N: usize> {
 impl<'a, const N: usize> Select<'a, N> {
     /// A select over `cases`.
     pub fn new(cases: [&'a mut (dyn Case + 'a); N]) -> Self {
-        Select { cases, signal: None, done: false }
+        Select {
+            cases,
+            signal: None,
+            done: false,
+        }
     }
 
     /// Removes every case's waiter (the winner's value, if any, goes back to
