@@ -22,7 +22,7 @@
 //! | seed | mechanism | switch |
 //! |---|---|---|
 //! | 000 don't burn CPU | every runtime wait spins briefly, then yields, then parks | [`Policy::spin`] |
-//! | 001 per-P timers | (with the timer module) | |
+//! | 001 per-P timers | a timer heap per P, fired by its scheduler loop; idle Ps' timers run by thieves | [`Policy::timers`] |
 //! | 002 idle mask, bounded stealing | thieves skip idle Ps; 2 steal passes | [`Policy::idle_mask`], [`Policy::steal_passes`] |
 //! | 003 pool victim cache | (with the pool module) | |
 //! | 004 no thrashing | wakes go to `runnext`; thieves pause before taking it | [`Policy::runnext`], [`Policy::runnext_steal_pause`] |
@@ -41,14 +41,16 @@
 #![warn(missing_docs)]
 
 pub mod chan;
+pub mod context;
 pub(crate) mod loom;
 pub mod runtime;
 pub(crate) mod sched;
 pub mod stats;
 pub mod sync;
+pub mod time;
 
 pub use goro_macros::{main, test};
-pub use runtime::policy::{Policy, PolicyError, SpinPolicy};
+pub use runtime::policy::{Policy, PolicyError, SpinPolicy, TimerPlacement};
 pub use runtime::{spawn, yield_now, Builder, Runtime};
 pub use sched::blocking::{block_in_place, spawn_blocking};
 pub use sched::task::{JoinError, JoinHandle};

@@ -87,6 +87,14 @@ counters! {
     retakes,
     /// `block_in_place` calls that handed a P to another thread.
     handoffs,
+    /// Timers armed (heap entries pushed).
+    timers_armed,
+    /// Timers fired.
+    timers_fired,
+    /// Timers stopped before firing.
+    timers_stopped,
+    /// Times a parked thread woke for a timer deadline.
+    timer_sleeper_wakes,
 }
 
 /// Adds `n` to a counter owned by the current thread (single writer).

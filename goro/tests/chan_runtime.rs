@@ -45,17 +45,26 @@ fn ring(procs: usize, n: usize, hops: u64, cap: usize) -> u64 {
 #[test]
 fn a_million_messages_through_a_ring_of_1000_tasks_at_procs_1_2_4() {
     for procs in [1, 2, 4] {
-        let hops = within(Duration::from_secs(120), &format!("1e6 hops, ring of 1000, procs={procs}"), move || {
-            ring(procs, 1000, 1_000_000, 0)
-        });
-        assert!(hops >= 1_000_000 - 1000, "ring at procs={procs} stopped early at {hops}");
+        let hops = within(
+            Duration::from_secs(120),
+            &format!("1e6 hops, ring of 1000, procs={procs}"),
+            move || ring(procs, 1000, 1_000_000, 0),
+        );
+        assert!(
+            hops >= 1_000_000 - 1000,
+            "ring at procs={procs} stopped early at {hops}"
+        );
     }
 }
 
 #[test]
 fn buffered_ring_completes_at_procs_1_2_4() {
     for procs in [1, 2, 4] {
-        within(Duration::from_secs(60), &format!("buffered ring procs={procs}"), move || ring(procs, 100, 100_000, 1));
+        within(
+            Duration::from_secs(60),
+            &format!("buffered ring procs={procs}"),
+            move || ring(procs, 100, 100_000, 1),
+        );
     }
 }
 
@@ -82,16 +91,22 @@ fn ping_pong_wakes_go_to_runnext() {
             echo.await.unwrap();
         });
         let s = rt.stats();
-        assert!(s.runnext_hits > 10_000, "wakes between the pair run from runnext: {s:?}");
+        assert!(
+            s.runnext_hits > 10_000,
+            "wakes between the pair run from runnext: {s:?}"
+        );
     });
 }
 
 #[test]
 fn select_between_tasks_on_several_procs_delivers_everything_once() {
     for procs in [1, 2, 4] {
-        within(Duration::from_secs(60), &format!("select fan-in procs={procs}"), move || {
-            let rt = goro::Runtime::builder().procs(procs).build().unwrap();
-            let total = rt.block_on(async {
+        within(
+            Duration::from_secs(60),
+            &format!("select fan-in procs={procs}"),
+            move || {
+                let rt = goro::Runtime::builder().procs(procs).build().unwrap();
+                let total = rt.block_on(async {
                 let (a_tx, a_rx) = goro::chan::bounded::<u64>(0);
                 let (b_tx, b_rx) = goro::chan::bounded::<u64>(4);
                 let pa = goro::spawn(async move {
@@ -122,7 +137,8 @@ fn select_between_tasks_on_several_procs_delivers_everything_once() {
                 pb.await.unwrap();
                 sum
             });
-            assert_eq!(total, 2 * (0..5000u64).sum::<u64>());
-        });
+                assert_eq!(total, 2 * (0..5000u64).sum::<u64>());
+            },
+        );
     }
 }

@@ -309,7 +309,9 @@ impl Drop for Runtime {
             }
         }
         sched.blocking.shutdown();
-        // Drop every queued task, then every parked one.
+        // Timers hold wakers and callbacks: drop them first, then every
+        // queued task, then every parked one.
+        sched.drain_timers();
         let mut queued = sched.global.drain();
         for p in sched.ps.iter() {
             queued.extend(p.runq.drain());

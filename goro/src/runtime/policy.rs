@@ -7,11 +7,11 @@
 //! | seed | field(s) | on (`default`) | off (`legacy`) |
 //! |---|---|---|---|
 //! | 000 don't burn CPU | [`Policy::spin`] | bounded spin, then `sched_yield`, then park | spin without yielding |
+//! | 001 per-P timers | [`Policy::timers`] | a timer heap per P | one global heap under one lock |
 //! | 002 idle mask, bounded stealing | [`Policy::idle_mask`], [`Policy::steal_passes`] | mask on, 2 passes | mask off, 4 passes |
 //! | 004 no thrashing | [`Policy::runnext`], [`Policy::runnext_steal_pause`] | wake into `runnext`, 3 µs pause | FIFO wakes, no pause |
 //!
-//! The fields of seeds 001 (per-P timers) and 003 (pool victim cache) arrive
-//! with the timer and pool modules.
+//! The field of seed 003 (pool victim cache) arrives with the pool.
 //!
 //! `GORO_POLICY=name=value,...` overrides fields at start-up (see
 //! [`Policy::from_env`]); a malformed value is an error that names the variable,
@@ -45,6 +45,18 @@ impl SpinPolicy {
     pub const DEFAULT: SpinPolicy = SpinPolicy::Bounded { spin: 6, yield_: 2 };
 }
 
+/// Where timers live (seed 001).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TimerPlacement {
+    /// Each P owns a timer heap; a timer lives on the P that armed it and is
+    /// fired by that P's scheduler loop. The default.
+    #[default]
+    PerP,
+    /// One heap under one lock for the whole runtime, checked by every P
+    /// (the seed's "before").
+    Global,
+}
+
 impl Default for SpinPolicy {
     fn default() -> Self {
         SpinPolicy::DEFAULT
@@ -75,6 +87,8 @@ pub struct Policy {
     pub steal_passes: u32,
     /// Seed 000: how runtime waits spin, yield and park.
     pub spin: SpinPolicy,
+    /// Seed 001: per-P timer heaps or one global heap.
+    pub timers: TimerPlacement,
 }
 
 impl Default for Policy {
@@ -86,6 +100,7 @@ impl Default for Policy {
             idle_mask: true,
             steal_passes: 2,
             spin: SpinPolicy::DEFAULT,
+            timers: TimerPlacement::PerP,
         }
     }
 }
@@ -106,7 +121,7 @@ impl std::error::Error for PolicyError {}
 
 const ACCEPTED: &str = "accepted: comma-separated name=value with names \
     runnext=true|false, runnext_steal_pause=<n>ns|us|ms, idle_mask=true|false, \
-    steal_passes=1..16, spin=bounded|unbounded|bounded:<spin>:<yield>, \
+    steal_passes=1..16, spin=bounded|unbounded|bounded:<spin>:<yield>, timers=per_p|global, \
     or the whole string 'default' or 'legacy'";
 
 impl Policy {
@@ -118,6 +133,7 @@ impl Policy {
             idle_mask: false,
             steal_passes: 4,
             spin: SpinPolicy::Unbounded,
+            timers: TimerPlacement::Global,
         }
     }
 
@@ -186,6 +202,13 @@ impl Policy {
                 "runnext_steal_pause" => {
                     self.runnext_steal_pause = parse_duration(value)
                         .ok_or_else(|| err(item, format!("'{value}' is not a duration")))?
+                }
+                "timers" => {
+                    self.timers = match value {
+                        "per_p" | "perp" | "per-p" => TimerPlacement::PerP,
+                        "global" => TimerPlacement::Global,
+                        _ => return Err(err(item, format!("'{value}' is not a timer placement"))),
+                    }
                 }
                 "spin" => {
                     self.spin = parse_spin(value)

@@ -2,19 +2,21 @@
 //!
 //! In Go's order:
 //!
-//! 1. (timers: with the timer module)
+//! 1. this P's due timers (`timers.rs`);
 //! 2. every 61st slice, the global queue first, so that a P busy with its own
 //!    local work still serves tasks injected from outside;
 //! 3. the local queue (`runnext`, then the ring);
 //! 4. the global queue, a batch;
 //! 5. (non-blocking netpoll: with the poller)
-//! 6. stealing, if this M is spinning or fewer than half the busy Ps spin;
+//! 6. stealing, if this M is spinning or fewer than half the busy Ps spin
+//!    (on the last pass also running idle or stuck Ps' due timers);
 //!    a spinning M that finds nothing backs off briefly (spin, then yield,
 //!    per `Policy::spin`) and tries again before giving up;
 //! 7. give the P back, stop spinning, and re-check every source (the idle
 //!    side of the publish-fence-check pairing, see `idle.rs`); if something
 //!    turned up, take an idle P and start over;
-//! 8. park (the caller, `stopm`).
+//! 8. park (the caller, `stopm`), one parked thread only until the
+//!    earliest timer.
 //!
 //! Only the slow path (from step 4 on) is timed, for the
 //! `find_runnable_ns` counter, so the fast path never reads the clock.
@@ -33,6 +35,7 @@ impl Machine {
     /// Returns a task to run with the P still held (the bool: it inherits the
     /// time slice), or `None` after giving the P back.
     pub(crate) fn find_runnable(&mut self) -> Option<(Runnable, bool)> {
+        self.check_own_timers();
         let pid = self.p();
         let p = &self.sched.ps[pid];
         // Relaxed: schedtick is written only by this thread.
@@ -105,7 +108,7 @@ impl Machine {
             let pid = self.dropp();
             {
                 let mut lists = sched.idle.lock();
-                sched.idle.pidleput(&mut lists, pid);
+                sched.pidleput(&mut lists, pid);
             }
             if was_spinning {
                 self.spinning = false;

@@ -54,6 +54,9 @@ pub(crate) struct Idle {
     nmspinning: AtomicUsize,
     /// Bit i set while P i is idle.
     mask: Box<[AtomicU64]>,
+    /// Bit i set while P i is idle and has timers (Go's `timerpMask`):
+    /// thieves run those Ps' due timers on their last pass.
+    timer_mask: Box<[AtomicU64]>,
 }
 
 impl Idle {
@@ -66,6 +69,7 @@ impl Idle {
             npidle: AtomicUsize::new(0),
             nmspinning: AtomicUsize::new(0),
             mask: (0..procs.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            timer_mask: (0..procs.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
@@ -74,8 +78,11 @@ impl Idle {
     }
 
     /// Puts P `p` on the idle list. Caller holds the lock.
-    pub(crate) fn pidleput(&self, lists: &mut IdleLists, p: usize) {
+    pub(crate) fn pidleput(&self, lists: &mut IdleLists, p: usize, has_timers: bool) {
         lists.ps.push(p);
+        if has_timers {
+            self.set_timer_bit(p);
+        }
         // Relaxed: the mask is a hint for thieves; the SeqCst npidle store
         // below is what the wake protocol relies on.
         self.mask[p / 64].fetch_or(1 << (p % 64), Ordering::Relaxed);
@@ -87,6 +94,7 @@ impl Idle {
     pub(crate) fn pidleget(&self, lists: &mut IdleLists) -> Option<usize> {
         let p = lists.ps.pop()?;
         self.mask[p / 64].fetch_and(!(1 << (p % 64)), Ordering::Relaxed);
+        self.timer_mask[p / 64].fetch_and(!(1 << (p % 64)), Ordering::Relaxed);
         self.npidle.fetch_sub(1, Ordering::SeqCst);
         Some(p)
     }
@@ -102,6 +110,17 @@ impl Idle {
     /// Whether P `p` is idle according to the mask.
     pub(crate) fn is_idle(&self, p: usize) -> bool {
         self.mask[p / 64].load(Ordering::Relaxed) & (1 << (p % 64)) != 0
+    }
+
+    /// Marks idle P `p` as holding timers (a timer was armed on it from
+    /// outside, or it went idle with timers).
+    pub(crate) fn set_timer_bit(&self, p: usize) {
+        // Relaxed: a hint; the sleeper computes deadlines from the heaps.
+        self.timer_mask[p / 64].fetch_or(1 << (p % 64), Ordering::Relaxed);
+    }
+
+    pub(crate) fn has_timer_bit(&self, p: usize) -> bool {
+        self.timer_mask[p / 64].load(Ordering::Relaxed) & (1 << (p % 64)) != 0
     }
 
     /// First half of `wakep`: claims the right to start a spinning M.

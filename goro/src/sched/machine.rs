@@ -156,7 +156,7 @@ impl Machine {
                     self.sched.idle.dec_spinning();
                 }
                 let mut lists = self.sched.idle.lock();
-                self.sched.idle.pidleput(&mut lists, p);
+                self.sched.pidleput(&mut lists, p);
                 return;
             }
             let Some((task, inherit)) = self.find_runnable() else {
@@ -199,23 +199,59 @@ impl Machine {
         }
     }
 
-    /// Go's `stopm`: park on the idle M list until handed a P (or told to exit).
+    /// Go's `stopm`: park on the idle M list until handed a P (or told to
+    /// exit). One parked M at a time sleeps only until the earliest timer;
+    /// when it wakes for one, it takes an idle P to run it.
     fn stopm(&mut self) -> Handoff {
-        {
-            let mut lists = self.sched.idle.lock();
-            // Checked under the idle lock: shutdown sets the flag, then takes
-            // the lock to wake every M on the list, so we either see the flag
-            // or get woken.
+        let parker = self.parker.clone();
+        loop {
+            {
+                let mut lists = self.sched.idle.lock();
+                // Checked under the idle lock: shutdown sets the flag, then
+                // takes the lock to wake every M on the list, so we either
+                // see the flag or get woken.
+                if self.sched.is_shutdown() {
+                    return Handoff::Exit;
+                }
+                lists.ms.push(parker.clone());
+            }
+            bump_shared(&self.sched.counters.parks, 1);
+            let woke = match self.park_as_timer_sleeper(&parker) {
+                Some(h) => h,
+                None => parker.park(None),
+            };
+            match woke {
+                Some(Handoff::Recheck) | None => {}
+                Some(h) => return h,
+            }
+            // A timer is due (or a new earlier one was armed): leave the idle
+            // list. If we are no longer on it, a waker popped us and its
+            // handoff is on the way.
+            let removed = {
+                let mut lists = self.sched.idle.lock();
+                match lists.ms.iter().position(|m| Arc::ptr_eq(m, &parker)) {
+                    Some(i) => {
+                        lists.ms.swap_remove(i);
+                        true
+                    }
+                    None => false,
+                }
+            };
+            if !removed {
+                loop {
+                    match parker.park(None) {
+                        Some(Handoff::Recheck) | None => continue,
+                        Some(h) => return h,
+                    }
+                }
+            }
             if self.sched.is_shutdown() {
                 return Handoff::Exit;
             }
-            lists.ms.push(self.parker.clone());
-        }
-        bump_shared(&self.sched.counters.parks, 1);
-        loop {
-            if let Some(h) = self.parker.park(None) {
-                return h;
+            if let Some(p) = self.sched.acquire_idle_p() {
+                return Handoff::P { p, spinning: false };
             }
+            // Every P is busy: their owners run their own timers.
         }
     }
 
@@ -249,6 +285,7 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
         };
         match h {
             Handoff::Exit => break,
+            Handoff::Recheck => {}
             Handoff::P { p, spinning } => {
                 m.acquirep(p);
                 m.spinning = spinning;

@@ -43,6 +43,7 @@ pub(crate) mod runq;
 pub(crate) mod steal;
 pub(crate) mod sysmon;
 pub(crate) mod task;
+pub(crate) mod timers;
 
 use crate::loom::{fence, AtomicBool, AtomicUsize, Ordering};
 use crate::runtime::policy::Policy;
@@ -80,6 +81,14 @@ pub(crate) struct Sched {
     pub(crate) nthreads: AtomicUsize,
     pub(crate) thread_name: String,
     pub(crate) start: Instant,
+    /// The one timer heap under `TimerPlacement::Global`.
+    pub(crate) global_timers: Arc<crate::time::timer::TimerQueue>,
+    /// The parked thread that sleeps until the earliest timer, if any.
+    pub(crate) timer_sleeper: Mutex<Option<Arc<park::Parker>>>,
+    /// Its deadline (`NEVER` when there is none).
+    pub(crate) sleep_until: crate::loom::AtomicU64,
+    /// Round-robin P choice for timers armed from threads without a P.
+    pub(crate) timer_rr: AtomicUsize,
     /// Ourselves, to hand an `Arc` to new threads.
     pub(crate) me: Weak<Sched>,
     /// Handoffs to threads the loom model would have started.
@@ -113,6 +122,10 @@ impl Sched {
             nthreads: AtomicUsize::new(0),
             thread_name,
             start: Instant::now(),
+            global_timers: crate::time::timer::TimerQueue::new(),
+            timer_sleeper: Mutex::new(None),
+            sleep_until: crate::loom::AtomicU64::new(crate::time::timer::NEVER),
+            timer_rr: AtomicUsize::new(0),
             me: me.clone(),
             #[cfg(loom)]
             loom_started: Mutex::new(Vec::new()),
@@ -123,7 +136,7 @@ impl Sched {
     pub(crate) fn init_idle(&self) {
         let mut lists = self.idle.lock();
         for p in (0..self.procs).rev() {
-            self.idle.pidleput(&mut lists, p);
+            self.pidleput(&mut lists, p);
         }
     }
 
@@ -204,7 +217,7 @@ impl Sched {
     pub(crate) fn release_p(&self, p: usize) {
         {
             let mut lists = self.idle.lock();
-            self.idle.pidleput(&mut lists, p);
+            self.pidleput(&mut lists, p);
         }
         fence(Ordering::SeqCst);
         if !self.global.is_empty() {
@@ -259,7 +272,7 @@ impl Sched {
                         self.idle.dec_spinning();
                     }
                     let mut lists = self.idle.lock();
-                    self.idle.pidleput(&mut lists, p);
+                    self.pidleput(&mut lists, p);
                 }
             }
         }
@@ -278,6 +291,12 @@ impl Sched {
             return;
         }
         self.release_p(p);
+    }
+
+    /// Puts P `p` on the idle list (caller holds the lock), marking it in
+    /// the timer mask if it has timers.
+    pub(crate) fn pidleput(&self, lists: &mut idle::IdleLists, p: usize) {
+        self.idle.pidleput(lists, p, self.ps[p].timers.len() > 0);
     }
 
     pub(crate) fn stats(&self) -> Stats {

@@ -20,6 +20,8 @@ pub(crate) enum Handoff {
     P { p: usize, spinning: bool },
     /// The runtime is shutting down: exit the thread.
     Exit,
+    /// (To the timer sleeper) a timer earlier than its deadline was armed.
+    Recheck,
 }
 
 pub(crate) struct Parker {

@@ -1,7 +1,7 @@
 //! P: the right to run tasks.
 //!
-//! A P owns a local run queue with `runnext` and per-P counters (later also a
-//! timer heap and pool slots). There are exactly `procs` of them; a thread
+//! A P owns a local run queue with `runnext`, a timer heap and per-P
+//! counters (later also pool slots). There are exactly `procs` of them; a thread
 //! must hold one to run tasks, which is what bounds parallelism to `procs`
 //! however many threads exist (some may be blocked in `block_in_place`).
 //!
@@ -12,7 +12,9 @@
 // thieves (a stale value delays or repeats a retake), not synchronization.
 use crate::sched::runq::RunQueue;
 use crate::stats::Counters;
+use crate::time::timer::TimerQueue;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 pub(crate) struct Processor {
     pub(crate) id: usize,
@@ -30,6 +32,8 @@ pub(crate) struct Processor {
     pub(crate) mon_tick: AtomicU64,
     pub(crate) mon_when: AtomicU64,
     pub(crate) counters: Counters,
+    /// This P's timer heap (seed 001).
+    pub(crate) timers: Arc<TimerQueue>,
 }
 
 impl Processor {
@@ -42,6 +46,7 @@ impl Processor {
             mon_tick: AtomicU64::new(0),
             mon_when: AtomicU64::new(0),
             counters: Counters::default(),
+            timers: TimerQueue::new(),
         }
     }
 

@@ -14,6 +14,8 @@
 //!   probably just readied that task and is about to run it itself, and
 //!   stealing it would bounce a pipeline of tasks between Ps. A P that the
 //!   monitor marked stuck gets no pause: its M is not coming back soon.
+//! * Seed 001: the last pass also runs the due timers of idle Ps that have
+//!   timers (the timer mask) and of stuck Ps.
 
 use crate::sched::backoff::{Backoff, Snooze};
 use crate::sched::machine::Machine;
@@ -43,14 +45,31 @@ impl Machine {
             for _ in 0..procs {
                 let victim = pos;
                 pos = (pos + stride) % procs;
-                if victim == me || (sched.policy.idle_mask && sched.idle.is_idle(victim)) {
+                if victim == me {
+                    continue;
+                }
+                let v = &sched.ps[victim];
+                // Last pass: run the due timers of idle Ps that have some
+                // (timer mask) and of stuck Ps; what they wake lands in our queue.
+                if last && (sched.idle.has_timer_bit(victim) || v.is_stuck()) {
+                    let q = v.timers.clone();
+                    if q.next_when() != crate::time::timer::NEVER {
+                        let now = sched.now();
+                        if self.run_timers(&q, now) > 0 {
+                            if let Some((t, _)) = mine.runq.get(false) {
+                                found = Some(t);
+                                break 'passes;
+                            }
+                        }
+                    }
+                }
+                if sched.policy.idle_mask && sched.idle.is_idle(victim) {
                     continue;
                 }
                 bump(&mine.counters.steal_attempts, 1);
                 if last {
                     bump(&mine.counters.steal_attempts_last_pass, 1);
                 }
-                let v = &sched.ps[victim];
                 let mut took_runnext = false;
                 let stolen = mine.runq.steal_into(&v.runq, last, |_| {
                     took_runnext = self.pause_before_runnext(v);

@@ -8,8 +8,8 @@
 //!   the P to another thread (the stuck poll may still push to the P's ring,
 //!   and the ring has one producer), so it marks the P `stuck` and calls
 //!   `wakep`: thieves then take the P's `runnext` without pausing and drain
-//!   its ring by repeated half-steals. The owner clears the mark when its
-//!   poll returns.
+//!   its ring by repeated half-steals, and run its due timers. The owner
+//!   clears the mark when its poll returns.
 //! * **Schedule trace.** With `GORO_SCHEDTRACE=<ms>`, one line per interval
 //!   on stderr in Go's `schedtrace` shape.
 //!
@@ -153,7 +153,8 @@ fn retake(sched: &Sched) -> bool {
             continue;
         }
         let since = now.saturating_sub(p.mon_when.load(Ordering::Relaxed));
-        if since >= SLICE.as_nanos() as u64 && !p.is_stuck() && !p.runq.is_empty() {
+        let due_timers = p.timers.next_when() <= now;
+        if since >= SLICE.as_nanos() as u64 && !p.is_stuck() && (!p.runq.is_empty() || due_timers) {
             p.stuck.store(true, Ordering::Release);
             bump_shared(&sched.counters.retakes, 1);
             any = true;

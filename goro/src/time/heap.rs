@@ -36,17 +36,9 @@ impl<T> Heap<T> {
         self.v.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.v.is_empty()
-    }
-
     /// The earliest deadline, if any.
     pub(crate) fn peek_when(&self) -> Option<u64> {
         self.v.first().map(|e| e.when)
-    }
-
-    pub(crate) fn peek(&self) -> Option<&Entry<T>> {
-        self.v.first()
     }
 
     pub(crate) fn push(&mut self, when: u64, item: T) {

@@ -1,0 +1,294 @@
+//! `Context`: cancellation and deadlines that flow down a tree (Go's
+//! `context` package).
+//!
+//! A context is cancelled when its [`Cancel`] handle is used or dropped, when
+//! its parent is cancelled, or when its deadline passes. Cancelling closes
+//! the context's [`Context::done`] channel (so it can be waited on in
+//! `select!` with any other channel), records the reason for
+//! [`Context::err`], stops its deadline timer at once (a cancelled context
+//! leaves no armed timer behind), and cancels its children.
+//!
+//! One difference from Go, for Rust's ownership: the [`Cancel`] handle
+//! cancels when dropped, the way `defer cancel()` is always written in Go.
+//! Keep it alive for as long as the context should live (move it into the
+//! task that owns the work), or call [`Cancel::cancel`].
+//!
+//! Deadline timers run their callback inline on the P that fires them
+//! (cancellation only takes locks and closes a channel; it never blocks).
+
+use crate::chan::{self, Receiver, Sender};
+use crate::sched::Sched;
+use crate::time::timer::{Action, TimerInner, NEVER};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+/// Why a context is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextError {
+    /// Cancelled by its `Cancel` handle or by its parent's.
+    Canceled,
+    /// Its deadline passed.
+    DeadlineExceeded,
+}
+
+impl fmt::Display for ContextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ContextError::Canceled => "context canceled",
+            ContextError::DeadlineExceeded => "context deadline exceeded",
+        })
+    }
+}
+
+impl std::error::Error for ContextError {}
+
+/// A handle on a context tree node; cheap to clone, `Send + Sync`.
+///
+/// ```
+/// use goro::context::{Context, ContextError};
+/// use std::time::Duration;
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     let (ctx, _cancel) = Context::with_timeout(&Context::background(), Duration::from_millis(1));
+///     let _ = ctx.done().recv().await; // closed when the deadline passes
+///     assert_eq!(ctx.err(), Some(ContextError::DeadlineExceeded));
+/// });
+/// ```
+#[derive(Clone)]
+pub struct Context {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    deadline: Option<Instant>,
+    done_rx: Receiver<()>,
+    state: Mutex<State>,
+    parent: Option<Arc<Inner>>,
+    /// This node's key in its parent's `children`.
+    id: u64,
+}
+
+struct State {
+    err: Option<ContextError>,
+    /// `None` once cancelled (closing it closes `done`); never used for
+    /// sending. Background keeps its sender forever, so `done` never closes.
+    done_tx: Option<Sender<()>>,
+    children: HashMap<u64, Weak<Inner>>,
+    timer: Option<(Arc<TimerInner>, Arc<Sched>)>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Context {
+    /// The root: never cancelled, no deadline.
+    pub fn background() -> Context {
+        let (tx, rx) = chan::bounded(0);
+        Context {
+            inner: Arc::new(Inner {
+                deadline: None,
+                done_rx: rx,
+                state: Mutex::new(State {
+                    err: None,
+                    done_tx: Some(tx),
+                    children: HashMap::new(),
+                    timer: None,
+                }),
+                parent: None,
+                id: 0,
+            }),
+        }
+    }
+
+    /// A child that is cancelled with its parent or by the returned handle.
+    ///
+    /// ```
+    /// use goro::context::{Context, ContextError};
+    /// let root = Context::background();
+    /// let (parent, cancel) = Context::with_cancel(&root);
+    /// let (child, _keep) = Context::with_cancel(&parent);
+    /// cancel.cancel();
+    /// assert_eq!(child.err(), Some(ContextError::Canceled));
+    /// assert!(child.done().is_closed());
+    /// ```
+    pub fn with_cancel(parent: &Context) -> (Context, Cancel) {
+        let ctx = Context::child(parent, parent.inner.deadline);
+        let cancel = Cancel {
+            inner: Arc::downgrade(&ctx.inner),
+        };
+        (ctx, cancel)
+    }
+
+    /// A child whose deadline is `d` from now (or the parent's, if earlier).
+    ///
+    /// # Panics
+    /// Outside a goro runtime (the deadline needs its timers).
+    pub fn with_timeout(parent: &Context, d: Duration) -> (Context, Cancel) {
+        let deadline = Instant::now().checked_add(d);
+        Context::with_deadline_opt(parent, deadline)
+    }
+
+    /// A child whose deadline is `t` (or the parent's, if earlier). A
+    /// deadline already past yields a context that is done at once.
+    ///
+    /// # Panics
+    /// Outside a goro runtime (the deadline needs its timers).
+    pub fn with_deadline(parent: &Context, t: Instant) -> (Context, Cancel) {
+        Context::with_deadline_opt(parent, Some(t))
+    }
+
+    fn with_deadline_opt(parent: &Context, t: Option<Instant>) -> (Context, Cancel) {
+        let own = match (t, parent.inner.deadline) {
+            (Some(t), Some(p)) if p <= t => return Context::with_cancel(parent), // parent's deadline rules
+            (None, _) => return Context::with_cancel(parent), // beyond representation
+            (Some(t), _) => t,
+        };
+        let ctx = Context::child(parent, Some(own));
+        let cancel = Cancel {
+            inner: Arc::downgrade(&ctx.inner),
+        };
+        let sched = crate::time::runtime_for("context::with_deadline");
+        let when = sched.when_of(own);
+        if when <= sched.now() {
+            cancel_node(&ctx.inner, ContextError::DeadlineExceeded);
+            return (ctx, cancel);
+        }
+        let weak = Arc::downgrade(&ctx.inner);
+        let fire = move || {
+            if let Some(inner) = weak.upgrade() {
+                cancel_node(&inner, ContextError::DeadlineExceeded);
+            }
+        };
+        let timer = TimerInner::new(Action::Func {
+            f: Arc::new(fire),
+            spawn: false,
+        });
+        {
+            let mut st = ctx.inner.lock();
+            if st.err.is_none() {
+                sched.arm_timer(&timer, if when == NEVER { NEVER } else { when }, 0);
+                st.timer = Some((timer, sched));
+            }
+        }
+        (ctx, cancel)
+    }
+
+    fn child(parent: &Context, deadline: Option<Instant>) -> Context {
+        let (tx, rx) = chan::bounded(0);
+        let inner = Arc::new(Inner {
+            deadline,
+            done_rx: rx,
+            state: Mutex::new(State {
+                err: None,
+                done_tx: Some(tx),
+                children: HashMap::new(),
+                timer: None,
+            }),
+            parent: Some(parent.inner.clone()),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        });
+        let parent_err = {
+            let mut ps = parent.inner.lock();
+            if ps.err.is_none() && parent.inner.parent.is_some() {
+                ps.children.insert(inner.id, Arc::downgrade(&inner));
+            }
+            ps.err
+        };
+        if let Some(e) = parent_err {
+            cancel_node(&inner, e);
+        }
+        Context { inner }
+    }
+
+    /// A channel that is closed when the context is done; receiving from it
+    /// then yields `Err(RecvError)` at once. Select-able.
+    pub fn done(&self) -> &Receiver<()> {
+        &self.inner.done_rx
+    }
+
+    /// `None` while the context is live; why it is done afterwards.
+    pub fn err(&self) -> Option<ContextError> {
+        self.inner.lock().err
+    }
+
+    /// The deadline, if any (the earliest along the path from the root).
+    pub fn deadline(&self) -> Option<Instant> {
+        self.inner.deadline
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("deadline", &self.deadline())
+            .field("err", &self.err())
+            .finish()
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Cancels a context and its descendants; dropping it does the same
+/// (Go's `defer cancel()`, made automatic).
+pub struct Cancel {
+    inner: Weak<Inner>,
+}
+
+impl Cancel {
+    /// Cancels the context (and its children) with `ContextError::Canceled`,
+    /// unless it is already done. Idempotent.
+    pub fn cancel(&self) {
+        if let Some(inner) = self.inner.upgrade() {
+            cancel_node(&inner, ContextError::Canceled);
+        }
+    }
+}
+
+impl Drop for Cancel {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+impl fmt::Debug for Cancel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Cancel")
+    }
+}
+
+/// Marks `node` done with `err`, stops its timer, closes `done`, detaches
+/// it from its parent, and cancels its children (outside any lock).
+fn cancel_node(node: &Arc<Inner>, err: ContextError) {
+    let (children, timer, tx) = {
+        let mut st = node.lock();
+        if st.err.is_some() {
+            return;
+        }
+        st.err = Some(err);
+        (
+            std::mem::take(&mut st.children),
+            st.timer.take(),
+            st.done_tx.take(),
+        )
+    };
+    if let Some((t, sched)) = timer {
+        sched.stop_timer(&t);
+    }
+    if let Some(tx) = tx {
+        tx.close();
+    }
+    if let Some(parent) = &node.parent {
+        parent.lock().children.remove(&node.id);
+    }
+    for c in children.into_values() {
+        if let Some(c) = c.upgrade() {
+            cancel_node(&c, err);
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! Time: sleeping, timeouts, timers and tickers, on per-P timer heaps.
+//!
+//! The API is Go's `time` package in async Rust: [`sleep`], [`sleep_until`],
+//! [`timeout`], [`after`], [`Timer`] (with a channel, or [`after_func`]'s
+//! callback) and [`Ticker`]. Every timer lives on a per-P 4-ary heap and is
+//! fired by the scheduler loop of that P (seed 001; see `timer.rs` for the
+//! state machine and `sched/timers.rs` for how the scheduler runs them).
+//!
+//! Go's rules hold:
+//!
+//! * a zero or past duration fires at once; a duration too large to
+//!   represent saturates to "never" instead of panicking;
+//! * after [`Timer::stop`] or [`Timer::reset`] returns, no stale value is
+//!   received from the timer's channel (Go 1.23);
+//! * a [`Ticker`] drops ticks for a slow reader instead of queueing them,
+//!   and `Ticker::new(Duration::ZERO)` panics;
+//! * dropping a `Timer` or `Ticker` handle does not stop it (stop it, or let
+//!   it fire); dropping a [`Sleep`] stops its timer.
+//!
+//! Everything here needs a goro runtime: call it from a task or inside
+//! `Runtime::block_on`; elsewhere it panics with a message saying so.
+
+pub(crate) mod heap;
+mod sleep;
+mod ticker;
+pub(crate) mod timer;
+
+pub use sleep::{sleep, sleep_until, timeout, Elapsed, Sleep, Timeout};
+pub use ticker::Ticker;
+
+use crate::chan::{self, Receiver, Sender};
+use crate::sched::Sched;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use timer::{Action, TimerInner};
+
+/// The runtime of the calling thread, or a panic naming `what`.
+pub(crate) fn runtime_for(what: &str) -> Arc<Sched> {
+    crate::sched::machine::current_sched().unwrap_or_else(|| {
+        panic!("goro::time::{what} called outside a goro runtime: call it from a goro task or inside Runtime::block_on")
+    })
+}
+
+/// A single event in the future: a value on [`Timer::rx`] (or a call of
+/// [`after_func`]'s function) when it fires. Go's `time.Timer`.
+///
+/// ```
+/// use std::time::Duration;
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     let t = goro::time::Timer::new(Duration::from_millis(1));
+///     let fired_at = t.rx().recv().await.unwrap();
+///     assert!(fired_at.elapsed() < Duration::from_secs(5));
+///     assert!(!t.stop(), "already fired");
+/// });
+/// ```
+pub struct Timer {
+    inner: Arc<TimerInner>,
+    sched: Arc<Sched>,
+    rx: Receiver<Instant>,
+    /// For `after_func` timers: keeps the (never-sent) channel open, as
+    /// Go's nil `C` blocks forever.
+    _keep: Option<Sender<Instant>>,
+}
+
+impl Timer {
+    /// A timer that sends the current time on [`Timer::rx`] after `d`.
+    ///
+    /// # Panics
+    /// Outside a goro runtime.
+    pub fn new(d: Duration) -> Timer {
+        let sched = runtime_for("Timer::new");
+        let (tx, rx) = chan::bounded(1);
+        let inner = TimerInner::new(Action::Send(tx, rx.clone()));
+        sched.arm_timer(&inner, sched.when_after(d), 0);
+        Timer {
+            inner,
+            sched,
+            rx,
+            _keep: None,
+        }
+    }
+
+    /// The channel on which the timer delivers its fire time (Go's `C`).
+    /// For [`after_func`] timers it never receives anything.
+    pub fn rx(&self) -> &Receiver<Instant> {
+        &self.rx
+    }
+
+    /// Prevents the timer from firing. Returns `true` if the call stopped
+    /// it, `false` if it had already fired or been stopped. After it
+    /// returns, no stale value is received from [`Timer::rx`].
+    pub fn stop(&self) -> bool {
+        self.sched.stop_timer(&self.inner)
+    }
+
+    /// Re-arms the timer to fire `d` from now. Returns whether it was armed
+    /// before the call. After it returns, no value from the previous
+    /// arming is received.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+    /// rt.block_on(async {
+    ///     let t = goro::time::Timer::new(Duration::from_secs(3600));
+    ///     assert!(t.reset(Duration::from_millis(1)));
+    ///     t.rx().recv().await.unwrap();
+    /// });
+    /// ```
+    pub fn reset(&self, d: Duration) -> bool {
+        let was = self.inner.lock().when != 0;
+        self.sched
+            .arm_timer(&self.inner, self.sched.when_after(d), 0);
+        was
+    }
+}
+
+impl std::fmt::Debug for Timer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timer")
+            .field("armed", &(self.inner.lock().when != 0))
+            .finish()
+    }
+}
+
+/// Waits `d`, then sends the current time on the returned channel (Go's
+/// `time.After`). The timer cannot be stopped; use [`Timer`] for that.
+///
+/// ```
+/// use std::time::Duration;
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     let (_tx, never) = goro::chan::bounded::<u8>(0);
+///     let timed_out = goro::select! {
+///         recv(never) -> _ => false,
+///         recv(goro::time::after(Duration::from_millis(1))) -> _ => true,
+///     };
+///     assert!(timed_out);
+/// });
+/// ```
+pub fn after(d: Duration) -> Receiver<Instant> {
+    let t = Timer::new(d);
+    t.rx.clone()
+}
+
+/// Calls `f` in its own task after `d` (Go's `time.AfterFunc`). The returned
+/// timer's `stop` prevents the call; `reset` schedules another one.
+///
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// let fired = Arc::new(AtomicBool::new(false));
+/// let f = fired.clone();
+/// rt.block_on(async move {
+///     let t = goro::time::after_func(Duration::from_secs(3600), move || f.store(true, Ordering::SeqCst));
+///     assert!(t.stop(), "stopped before firing");
+/// });
+/// assert!(!fired.load(Ordering::SeqCst));
+/// ```
+pub fn after_func<F>(d: Duration, f: F) -> Timer
+where
+    F: Fn() + Send + Sync + 'static,
+{
+    let sched = runtime_for("after_func");
+    let (tx, rx) = chan::bounded(1);
+    let inner = TimerInner::new(Action::Func {
+        f: Arc::new(f),
+        spawn: true,
+    });
+    sched.arm_timer(&inner, sched.when_after(d), 0);
+    Timer {
+        inner,
+        sched,
+        rx,
+        _keep: Some(tx),
+    }
+}

@@ -1,0 +1,175 @@
+//! `sleep`, `sleep_until` and `timeout`: futures woken by a timer.
+//!
+//! A [`Sleep`] arms its timer on first poll (on the polling P's heap) and
+//! stops it when dropped early, which is O(1): the heap entry is left as a
+//! zombie and swept later (see `timer.rs`). A deadline already passed is
+//! ready at once without touching any heap.
+
+use super::runtime_for;
+use super::timer::{Action, TimerInner, NEVER};
+use crate::sched::Sched;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// Waits until `d` has passed (Go's `time.Sleep`). Zero waits not at all.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     let t0 = Instant::now();
+///     goro::time::sleep(Duration::from_millis(2)).await;
+///     assert!(t0.elapsed() >= Duration::from_millis(2));
+/// });
+/// ```
+///
+/// # Panics
+/// When first polled outside a goro runtime.
+pub fn sleep(d: Duration) -> Sleep {
+    let sched = runtime_for("sleep");
+    let when = sched.when_after(d);
+    Sleep {
+        sched,
+        when,
+        timer: None,
+    }
+}
+
+/// Waits until `deadline`. A deadline in the past is ready at once.
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    let sched = runtime_for("sleep_until");
+    let when = sched.when_of(deadline);
+    Sleep {
+        sched,
+        when,
+        timer: None,
+    }
+}
+
+/// The future of [`sleep`] and [`sleep_until`].
+pub struct Sleep {
+    sched: Arc<Sched>,
+    /// Runtime nanoseconds; `NEVER` for a deadline beyond representation.
+    when: u64,
+    timer: Option<Arc<TimerInner>>,
+}
+
+impl Sleep {
+    /// The instant this sleep ends (`None`: never).
+    pub fn deadline(&self) -> Option<Instant> {
+        (self.when != NEVER).then(|| self.sched.instant_of(self.when))
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.when != NEVER && self.sched.now() >= self.when {
+            if let Some(t) = self.timer.take() {
+                self.sched.stop_timer(&t);
+            }
+            return Poll::Ready(());
+        }
+        match &self.timer {
+            None => {
+                let t = TimerInner::new(Action::Wake(Some(cx.waker().clone())));
+                self.sched.arm_timer(&t, self.when, 0);
+                self.timer = Some(t);
+            }
+            Some(t) => {
+                let mut st = t.lock();
+                if st.when == 0 {
+                    // Fired (the clock check above can lag the heap's by a hair).
+                    drop(st);
+                    self.timer = None;
+                    return Poll::Ready(());
+                }
+                if let Action::Wake(w) = &mut st.action {
+                    match w {
+                        Some(w) if w.will_wake(cx.waker()) => {}
+                        _ => *w = Some(cx.waker().clone()),
+                    }
+                }
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        if let Some(t) = self.timer.take() {
+            self.sched.stop_timer(&t);
+        }
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline())
+            .finish()
+    }
+}
+
+/// The error of a [`timeout`] whose deadline passed first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elapsed(());
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("deadline has elapsed")
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+/// Runs `fut` with a time limit: its output, or [`Elapsed`] if `d` passes
+/// first (the future is then dropped). The future is polled before the
+/// clock is checked, so a ready future wins even with a zero limit.
+///
+/// ```
+/// use std::time::Duration;
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     let r = goro::time::timeout(Duration::from_millis(1), std::future::pending::<()>()).await;
+///     assert!(r.is_err());
+///     assert_eq!(goro::time::timeout(Duration::from_secs(1), async { 5 }).await, Ok(5));
+/// });
+/// ```
+pub fn timeout<F: Future>(d: Duration, fut: F) -> Timeout<F> {
+    Timeout {
+        fut,
+        sleep: sleep(d),
+    }
+}
+
+/// The future of [`timeout`].
+pub struct Timeout<F> {
+    fut: F,
+    sleep: Sleep,
+}
+
+impl<F: Future> Future for Timeout<F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: `fut` is structurally pinned (never moved out of the pinned
+        // `Timeout`); `sleep` is Unpin and accessed by `&mut` only.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: see above; `this.fut` lives as long as the pinned `Timeout`.
+        let fut = unsafe { Pin::new_unchecked(&mut this.fut) };
+        if let Poll::Ready(v) = fut.poll(cx) {
+            return Poll::Ready(Ok(v));
+        }
+        match Pin::new(&mut this.sleep).poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! `Ticker`: a periodic timer whose ticks a slow reader drops, as in Go.
+
+use super::runtime_for;
+use super::timer::{Action, TimerInner};
+use crate::chan::{self, Receiver};
+use crate::sched::Sched;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Delivers the time on [`Ticker::rx`] every period (Go's `time.Ticker`).
+/// The channel holds one tick; ticks arriving while it is full are dropped,
+/// so a slow reader sees fewer ticks, never a backlog.
+///
+/// ```
+/// use std::time::Duration;
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     let t = goro::time::Ticker::new(Duration::from_millis(1));
+///     for _ in 0..3 {
+///         t.rx().recv().await.unwrap();
+///     }
+///     t.stop();
+/// });
+/// ```
+pub struct Ticker {
+    inner: Arc<TimerInner>,
+    sched: Arc<Sched>,
+    rx: Receiver<Instant>,
+}
+
+fn period_ns(d: Duration, what: &str) -> u64 {
+    assert!(
+        !d.is_zero(),
+        "non-positive interval for goro::time::Ticker::{what} (Go panics the same way)"
+    );
+    u64::try_from(d.as_nanos())
+        .unwrap_or(u64::MAX / 2)
+        .min(u64::MAX / 2)
+}
+
+impl Ticker {
+    /// A ticker with period `d`.
+    ///
+    /// # Panics
+    /// If `d` is zero, or outside a goro runtime.
+    pub fn new(d: Duration) -> Ticker {
+        let period = period_ns(d, "new");
+        let sched = runtime_for("Ticker::new");
+        let (tx, rx) = chan::bounded(1);
+        let inner = TimerInner::new(Action::Send(tx, rx.clone()));
+        sched.arm_timer(&inner, sched.when_after(d), period);
+        Ticker { inner, sched, rx }
+    }
+
+    /// The channel of ticks (Go's `C`).
+    pub fn rx(&self) -> &Receiver<Instant> {
+        &self.rx
+    }
+
+    /// Turns the ticker off; no tick is received after it returns.
+    pub fn stop(&self) {
+        self.sched.stop_timer(&self.inner);
+    }
+
+    /// Restarts the ticker with period `d`, the next tick `d` from now.
+    ///
+    /// # Panics
+    /// If `d` is zero.
+    pub fn reset(&self, d: Duration) {
+        let period = period_ns(d, "reset");
+        self.sched
+            .arm_timer(&self.inner, self.sched.when_after(d), period);
+    }
+}
+
+impl std::fmt::Debug for Ticker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticker").finish_non_exhaustive()
+    }
+}
