@@ -1,4 +1,5 @@
-//! An idle runtime sleeps: no CPU, no wakeups, monitor included.
+//! An idle runtime sleeps: no CPU, no wakeups, monitor included, with
+//! tasks parked on channels and on timers an hour away.
 //! (Its own test binary, so no other test's threads add CPU time.)
 
 mod common;
@@ -31,6 +32,19 @@ fn idle_runtime_uses_no_cpu_and_its_threads_sleep() {
             h.await.unwrap();
         }
     });
+    // Parked work an hour away: tasks on timers and on a channel. The
+    // runtime must still sleep (one thread waits for the earliest timer).
+    let (_tx, rx) = goro::chan::bounded::<()>(0);
+    for i in 0..1000 {
+        let rx = rx.clone();
+        rt.spawn(async move {
+            if i % 2 == 0 {
+                goro::time::sleep(Duration::from_secs(3600)).await;
+            } else {
+                let _ = rx.recv().await;
+            }
+        });
+    }
     let tids = threads_named("idlechk");
     assert!(
         tids.len() >= 5,

@@ -40,12 +40,14 @@ impl Parker {
     /// Hands `h` to the parked M and wakes it.
     pub(crate) fn unpark(&self, h: Handoff) {
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
-        // An Exit may overwrite a pending P handoff only at shutdown, when
-        // the P no longer matters.
-        debug_assert!(
-            slot.is_none() || h == Handoff::Exit,
-            "goro: double handoff to one M"
-        );
+        match (*slot, h) {
+            // A re-check never displaces a real handoff (that would lose a P).
+            (Some(_), Handoff::Recheck) => return,
+            // Exit overrides anything (shutdown: the P no longer matters);
+            // a P handoff overrides a pending re-check.
+            (None, _) | (Some(Handoff::Recheck), _) | (_, Handoff::Exit) => {}
+            (Some(old), new) => panic!("goro: double handoff to one M ({old:?}, then {new:?})"),
+        }
         *slot = Some(h);
         drop(slot);
         self.cv.notify_one();

@@ -1,0 +1,381 @@
+//! Timers: order, never early, stop/reset races, many live timers, timers
+//! armed from threads without a P, an idle runtime waking for a timer.
+
+mod common;
+
+use common::within;
+use goro::time::{after_func, sleep, sleep_until, timeout, Ticker, Timer};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn rt(procs: usize) -> goro::Runtime {
+    goro::Runtime::builder().procs(procs).build().unwrap()
+}
+
+/// Arms 50 timers 1 ms apart (in reverse) and returns, in deadline order,
+/// the instant each fired at (the value its channel delivers).
+fn fire_times(rt: &goro::Runtime) -> Vec<(Duration, Instant)> {
+    let start = Instant::now();
+    rt.block_on(async move {
+        let hs: Vec<_> = (0..50u64)
+            .rev()
+            .map(|i| {
+                goro::spawn(async move {
+                    let d = Duration::from_millis(i);
+                    let at = Timer::new(d).rx().recv().await.unwrap();
+                    (i, d, at)
+                })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for h in hs {
+            out.push(h.await.unwrap());
+        }
+        out.sort_by_key(|x| x.0);
+        out
+    })
+    .into_iter()
+    .map(|(_, d, at)| {
+        assert!(
+            at.duration_since(start) >= d,
+            "timer for {d:?} fired early, at {:?}",
+            at.duration_since(start)
+        );
+        (d, at)
+    })
+    .collect()
+}
+
+#[test]
+fn timers_on_one_heap_fire_in_deadline_order() {
+    let mut global = goro::Policy::default();
+    global.timers = goro::TimerPlacement::Global;
+    for (procs, policy) in [
+        (1, goro::Policy::default()),
+        (1, goro::Policy::legacy()),
+        (2, global),
+    ] {
+        within(LIMIT, "ordered timers", move || {
+            let rt = goro::Runtime::builder()
+                .procs(procs)
+                .policy(policy)
+                .build()
+                .unwrap();
+            let times = fire_times(&rt);
+            for w in times.windows(2) {
+                assert!(
+                    w[0].1 <= w[1].1,
+                    "timer {:?} fired after timer {:?}",
+                    w[0].0,
+                    w[1].0
+                );
+            }
+        });
+    }
+}
+
+#[test]
+fn per_p_timers_never_fire_early() {
+    within(LIMIT, "never early at procs 4", || fire_times(&rt(4)).len());
+}
+
+#[test]
+fn zero_and_past_durations_fire_at_once_and_huge_ones_never() {
+    within(LIMIT, "edge durations", || {
+        let rt = rt(1);
+        rt.block_on(async {
+            sleep(Duration::ZERO).await;
+            sleep_until(Instant::now() - Duration::from_secs(5)).await;
+            let t = Timer::new(Duration::ZERO);
+            t.rx().recv().await.unwrap();
+            // Far beyond Instant's range: saturates to never, no panic.
+            let never = Timer::new(Duration::MAX);
+            assert!(timeout(Duration::from_millis(5), never.rx().recv())
+                .await
+                .is_err());
+            assert!(never.stop(), "a never-firing timer is armed until stopped");
+            assert!(sleep(Duration::MAX).deadline().is_none());
+            assert!(timeout(Duration::MAX, async { 3 }).await == Ok(3));
+        });
+    });
+}
+
+#[test]
+#[should_panic(expected = "non-positive interval")]
+fn ticker_with_zero_period_panics_like_go() {
+    let rt = rt(1);
+    rt.block_on(async {
+        let _ = Ticker::new(Duration::ZERO);
+    });
+}
+
+#[test]
+#[should_panic(expected = "outside a goro runtime")]
+fn sleep_outside_a_runtime_panics_with_a_clear_message() {
+    let _ = sleep(Duration::from_millis(1));
+}
+
+#[test]
+fn stop_reports_whether_it_prevented_the_fire_and_callbacks_run_at_most_once() {
+    within(LIMIT, "stop/fire races", || {
+        let rt = rt(2);
+        let fired = Arc::new(AtomicUsize::new(0));
+        let prevented = Arc::new(AtomicUsize::new(0));
+        let twice = Arc::new(AtomicUsize::new(0));
+        rt.block_on(async {
+            for i in 0..2000u64 {
+                let (f, tw) = (fired.clone(), twice.clone());
+                let once = std::sync::atomic::AtomicBool::new(false);
+                // Deadlines around "now" so stop races the firing P.
+                let t = after_func(Duration::from_micros(i % 50), move || {
+                    if once.swap(true, Ordering::SeqCst) {
+                        tw.fetch_add(1, Ordering::SeqCst);
+                    }
+                    f.fetch_add(1, Ordering::SeqCst);
+                });
+                if i % 3 == 0 {
+                    goro::yield_now().await;
+                }
+                if t.stop() {
+                    prevented.fetch_add(1, Ordering::SeqCst);
+                }
+                assert!(!t.stop(), "a second stop never reports success");
+            }
+        });
+        // Every timer either fired exactly once or was prevented: wait for
+        // the fired callbacks (they run as tasks) to be counted.
+        common::wait_until(
+            Duration::from_secs(30),
+            "callbacks of unprevented timers ran",
+            || fired.load(Ordering::SeqCst) + prevented.load(Ordering::SeqCst) == 2000,
+        );
+        assert_eq!(twice.load(Ordering::SeqCst), 0, "a callback ran twice");
+    });
+}
+
+#[test]
+fn reset_moves_a_timer_and_no_stale_value_arrives_after_it() {
+    within(LIMIT, "reset", || {
+        let rt = rt(2);
+        rt.block_on(async {
+            let t = Timer::new(Duration::from_millis(1));
+            sleep(Duration::from_millis(5)).await; // fired: value buffered
+            assert!(!t.reset(Duration::from_secs(3600)), "it had fired");
+            // Go 1.23: the buffered value from before reset is gone.
+            assert!(t.rx().try_recv().is_err(), "stale value after reset");
+            assert!(t.reset(Duration::from_millis(2)), "armed for an hour");
+            let before = Instant::now();
+            t.rx().recv().await.unwrap();
+            assert!(before.elapsed() >= Duration::from_millis(1));
+            // Reset later (lazy path) then earlier (new entry).
+            t.reset(Duration::from_millis(1));
+            t.reset(Duration::from_secs(3600));
+            assert!(
+                timeout(Duration::from_millis(20), t.rx().recv())
+                    .await
+                    .is_err(),
+                "reset to later took effect"
+            );
+            t.reset(Duration::from_millis(1));
+            t.rx().recv().await.unwrap();
+            assert!(t.stop() == false);
+        });
+    });
+}
+
+#[test]
+fn ticker_drops_ticks_for_a_slow_reader() {
+    within(LIMIT, "ticker", || {
+        let rt = rt(1);
+        rt.block_on(async {
+            let t = Ticker::new(Duration::from_millis(1));
+            std::thread::sleep(Duration::from_millis(30)); // a slow reader (blocks the P on purpose)
+            sleep(Duration::from_millis(5)).await;
+            let mut n = 0;
+            while t.rx().try_recv().is_ok() {
+                n += 1;
+            }
+            assert_eq!(n, 1, "the channel holds one tick, the rest are dropped");
+            t.stop();
+            assert!(t.rx().try_recv().is_err());
+            assert!(
+                timeout(Duration::from_millis(10), t.rx().recv())
+                    .await
+                    .is_err(),
+                "no tick after stop"
+            );
+            t.reset(Duration::from_millis(1));
+            t.rx().recv().await.unwrap();
+        });
+    });
+}
+
+#[test]
+fn four_hundred_thousand_live_timers_with_random_stop_and_reset() {
+    within(Duration::from_secs(120), "400k timers", || {
+        let rt = rt(2);
+        let fired = Arc::new(AtomicUsize::new(0));
+        rt.block_on(async {
+            let mut timers = Vec::with_capacity(400_000);
+            let mut x: u64 = 0x9E3779B97F4A7C15;
+            for _ in 0..400_000 {
+                let f = fired.clone();
+                timers.push(after_func(Duration::from_secs(3600), move || {
+                    f.fetch_add(1, Ordering::Relaxed);
+                }));
+            }
+            let mut stopped = 0;
+            for t in &timers {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                match x % 4 {
+                    0 => stopped += usize::from(t.stop()),
+                    1 => {
+                        t.reset(Duration::from_secs(7200));
+                    }
+                    2 => {
+                        t.reset(Duration::from_secs(1800));
+                    }
+                    _ => {}
+                }
+            }
+            assert!(stopped > 90_000, "about a quarter stopped, got {stopped}");
+            // Reset a sample to fire now: exactly those fire.
+            for t in timers.iter().take(1000) {
+                t.reset(Duration::from_millis(1));
+            }
+            common::wait_until(
+                Duration::from_secs(30),
+                "1000 re-armed timers fired",
+                || fired.load(Ordering::SeqCst) >= 1000,
+            );
+            assert_eq!(
+                fired.load(Ordering::SeqCst),
+                1000,
+                "only the re-armed timers fired"
+            );
+            for t in &timers {
+                t.stop();
+            }
+        });
+        let s = rt.stats();
+        // Every timer was stopped exactly once, except the 1000 that fired.
+        assert!(s.timers_stopped >= 399_000, "{s:?}");
+    });
+}
+
+#[test]
+fn timers_armed_from_threads_without_a_p_fire() {
+    within(LIMIT, "timers from block_on threads", || {
+        let rt = Arc::new(rt(2));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let rt = rt.clone();
+                std::thread::spawn(move || {
+                    rt.block_on(async {
+                        let t0 = Instant::now();
+                        sleep(Duration::from_millis(3)).await;
+                        assert!(t0.elapsed() >= Duration::from_millis(3));
+                        Timer::new(Duration::from_millis(1))
+                            .rx()
+                            .recv()
+                            .await
+                            .unwrap();
+                    })
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_sleeping_runtime_wakes_for_its_timer() {
+    within(LIMIT, "idle runtime timer", || {
+        let rt = rt(4);
+        // Let every P go idle, then a task sleeps: the only thing that can
+        // run it is the timer sleeper thread.
+        let h = rt.spawn(async {
+            let t0 = Instant::now();
+            sleep(Duration::from_millis(50)).await;
+            t0.elapsed()
+        });
+        let took = rt.block_on(h).unwrap();
+        assert!(took >= Duration::from_millis(50), "early: {took:?}");
+        assert!(took < Duration::from_secs(5), "woke far too late: {took:?}");
+        // A timer armed while everything sleeps.
+        std::thread::sleep(Duration::from_millis(20));
+        let t0 = Instant::now();
+        rt.block_on(async { sleep(Duration::from_millis(30)).await });
+        let took = t0.elapsed();
+        assert!(
+            took >= Duration::from_millis(30) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+    });
+}
+
+#[test]
+fn timers_survive_a_busy_p_through_thieves_and_the_monitor() {
+    within(LIMIT, "timer on a stuck P", || {
+        let rt = rt(2);
+        rt.block_on(async {
+            goro::spawn(async {
+                let f = Arc::new(AtomicUsize::new(0));
+                let f2 = f.clone();
+                // Armed on this P; then this poll refuses to return.
+                let _t = after_func(Duration::from_millis(5), move || {
+                    f2.store(1, Ordering::SeqCst);
+                });
+                common::wait_until(
+                    Duration::from_secs(30),
+                    "the timer ran while its P was stuck",
+                    || f.load(Ordering::SeqCst) == 1,
+                );
+            })
+            .await
+            .unwrap();
+        });
+    });
+}
+
+#[test]
+fn dropping_the_runtime_drops_armed_timers() {
+    within(LIMIT, "shutdown with timers", || {
+        struct D(Arc<AtomicUsize>);
+        impl Drop for D {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let rt = rt(2);
+        let d = dropped.clone();
+        rt.block_on(async move {
+            for _ in 0..100 {
+                let g = D(d.clone());
+                let _ = after_func(Duration::from_secs(3600), move || {
+                    let _ = &g;
+                });
+                let g = D(d.clone());
+                goro::spawn(async move {
+                    let _g = g;
+                    sleep(Duration::from_secs(3600)).await;
+                });
+            }
+            goro::yield_now().await;
+        });
+        drop(rt);
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            200,
+            "timer callbacks and sleeping tasks dropped"
+        );
+    });
+}
