@@ -29,11 +29,20 @@ async fn ring(n: usize, hops: u64) {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let n: usize = args.next().map(|s| s.parse().expect("N_TASKS: a positive integer")).unwrap_or(100);
-    let hops: u64 = args.next().map(|s| s.parse().expect("HOPS: a positive integer")).unwrap_or(1_000_000);
+    let n: usize = args
+        .next()
+        .map(|s| s.parse().expect("N_TASKS: a positive integer"))
+        .unwrap_or(100);
+    let hops: u64 = args
+        .next()
+        .map(|s| s.parse().expect("HOPS: a positive integer"))
+        .unwrap_or(1_000_000);
     assert!(n >= 1, "N_TASKS must be at least 1");
     for procs in [1, 2] {
-        let rt = goro::Runtime::builder().procs(procs).build().expect("runtime");
+        let rt = goro::Runtime::builder()
+            .procs(procs)
+            .build()
+            .expect("runtime");
         let mut runs = Vec::new();
         for _ in 0..5 {
             let t = Instant::now();
@@ -41,6 +50,9 @@ fn main() {
             runs.push(t.elapsed().as_nanos() as f64 / hops as f64);
         }
         runs.sort_by(f64::total_cmp);
-        println!("ring n={n} procs={procs}: median {:.1} ns/hop (min {:.1}, max {:.1})", runs[2], runs[0], runs[4]);
+        println!(
+            "ring n={n} procs={procs}: median {:.1} ns/hop (min {:.1}, max {:.1})",
+            runs[2], runs[0], runs[4]
+        );
     }
 }
