@@ -170,9 +170,13 @@ impl Machine {
 
     /// Step 1 of find-runnable: this P's due timers.
     pub(crate) fn check_own_timers(&mut self) {
-        let q = self.sched.own_timers(self.p()).clone();
-        if q.next_when() != NEVER {
-            let now = self.sched.now();
+        let next = self.sched.own_timers(self.p()).next_when();
+        if next == NEVER {
+            return; // the common case: one atomic load, no clock read
+        }
+        let now = self.sched.now();
+        if next <= now {
+            let q = self.sched.own_timers(self.p()).clone();
             self.run_timers(&q, now);
         }
     }
