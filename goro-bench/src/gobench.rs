@@ -1,0 +1,251 @@
+//! The Go column: building `bench/go` and running one measured run of it.
+//!
+//! The twin is built once with `go build -o target/goro-bench-go .` in
+//! `bench/go` (rebuilt only when a `.go` file or `go.mod` is newer than the
+//! binary), asked for its workload names with `-list`, and run as
+//! `goro-bench-go -workload W -procs P -runs 1 [-quick]` per measured run.
+//! Each invocation does its own unmeasured warm-up run before the measured
+//! one, so the harness adds no separate Go warm-up. Its one JSON line carries
+//! the run's ops, `extra.wall_ns` and `extra.cpu_ns` (process CPU by
+//! getrusage, like ours) and further extras.
+//!
+//! Without `go` on PATH, or when the build fails, [`GoBench::note`] says so
+//! in one line and the Go column stays empty; nothing else fails.
+
+use crate::harness::Sample;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, SystemTime};
+
+/// The Go twin, when usable.
+pub struct GoBench {
+    /// The built binary.
+    pub bin: Option<PathBuf>,
+    /// Workload names its `-list` prints.
+    pub names: HashSet<String>,
+    /// Why there is no Go column (one line), when there is none.
+    pub note: Option<String>,
+}
+
+fn go_dir() -> PathBuf {
+    match std::env::var_os("GORO_BENCH_GO_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/go"),
+    }
+}
+
+fn on_path(exe: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(exe).is_file()))
+        .unwrap_or(false)
+}
+
+fn mtime(p: &Path) -> Option<SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+fn stale(dir: &Path, bin: &Path) -> bool {
+    let Some(built) = mtime(bin) else { return true };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return true;
+    };
+    entries.flatten().any(|e| {
+        let p = e.path();
+        let src = p.extension().is_some_and(|x| x == "go")
+            || p.file_name()
+                .is_some_and(|n| n == "go.mod" || n == "go.sum");
+        src && mtime(&p).is_some_and(|t| t > built)
+    })
+}
+
+impl GoBench {
+    /// Finds or builds the twin. Never fails: problems become `note`.
+    pub fn prepare() -> GoBench {
+        let none = |note: String| GoBench {
+            bin: None,
+            names: HashSet::new(),
+            note: Some(note),
+        };
+        let dir = go_dir();
+        if !on_path("go") {
+            return none("go: not on PATH; the go column is left empty".into());
+        }
+        let dir = match dir.canonicalize() {
+            Ok(d) => d,
+            Err(e) => {
+                return none(format!(
+                    "go: twin sources not found at {} ({e}); the go column is left empty",
+                    dir.display()
+                ))
+            }
+        };
+        let root = dir.parent().and_then(Path::parent).unwrap_or(&dir);
+        let bin = root.join("target").join("goro-bench-go");
+        if stale(&dir, &bin) {
+            let _ = std::fs::create_dir_all(root.join("target"));
+            let out = Command::new("go")
+                .arg("build")
+                .arg("-o")
+                .arg(&bin)
+                .arg(".")
+                .current_dir(&dir)
+                .stdin(Stdio::null())
+                .output();
+            match out {
+                Ok(o) if o.status.success() => {}
+                Ok(o) => {
+                    let err = String::from_utf8_lossy(&o.stderr);
+                    let first = err.lines().next().unwrap_or("").trim().to_string();
+                    return none(format!(
+                        "go: building bench/go failed ({first}); the go column is left empty"
+                    ));
+                }
+                Err(e) => {
+                    return none(format!(
+                        "go: cannot run go build ({e}); the go column is left empty"
+                    ))
+                }
+            }
+        }
+        let names = match Command::new(&bin)
+            .arg("-list")
+            .stdin(Stdio::null())
+            .output()
+        {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter_map(|l| l.split('\t').next())
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+            _ => {
+                return none(format!(
+                    "go: {} -list failed; the go column is left empty",
+                    bin.display()
+                ))
+            }
+        };
+        GoBench {
+            bin: Some(bin),
+            names,
+            note: None,
+        }
+    }
+
+    /// Why `workload` has no Go column, or `None` when it has one.
+    pub fn missing(&self, workload: &str) -> Option<String> {
+        if let Some(n) = &self.note {
+            return Some(n.clone());
+        }
+        (!self.names.contains(workload)).then(|| "no Go twin in bench/go".to_string())
+    }
+
+    /// One measured run (the child does its own warm-up first). Returns the
+    /// sample and whatever the child said on stderr. A run over `timeout`
+    /// is killed.
+    pub fn run(
+        &self,
+        workload: &str,
+        procs: usize,
+        quick: bool,
+        timeout: Duration,
+    ) -> Result<(Sample, String), String> {
+        let bin = self.bin.as_ref().ok_or("go twin not built")?;
+        let mut cmd = Command::new(bin);
+        cmd.args([
+            "-workload",
+            workload,
+            "-procs",
+            &procs.to_string(),
+            "-runs",
+            "1",
+        ]);
+        if quick {
+            cmd.arg("-quick");
+        }
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        let pid = child.id() as libc::pid_t;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        let out = match rx.recv_timeout(timeout) {
+            Ok(Ok(o)) => o,
+            Ok(Err(e)) => return Err(format!("waiting for the go twin: {e}")),
+            Err(_) => {
+                // SAFETY: kill(2) on the pid of our own child, which has not
+                // been reaped yet (its waiter thread has not returned).
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                let _ = rx.recv();
+                return Err(format!(
+                    "timed out after {}s (go child killed)",
+                    timeout.as_secs()
+                ));
+            }
+        };
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        if !out.status.success() {
+            let last = stderr.lines().last().unwrap_or("").to_string();
+            return Err(format!("go twin failed ({}): {last}", out.status));
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with('{'))
+            .ok_or("go twin printed no JSON line")?;
+        Ok((parse_line(line)?, stderr))
+    }
+}
+
+/// One line of the twin's output (bench/go/README.md, "Output").
+#[derive(serde::Deserialize)]
+struct GoRecord {
+    ops: u64,
+    ns_per_op: f64,
+    cpu_ns_per_op: f64,
+    #[serde(default)]
+    extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Parses one line of the twin's output into a sample: the raw totals
+/// `extra.wall_ns` / `extra.cpu_ns` when present (exact), else the rounded
+/// per-op figures times ops; every other numeric extra is kept.
+pub fn parse_line(line: &str) -> Result<Sample, String> {
+    let r: GoRecord =
+        serde_json::from_str(line).map_err(|e| format!("bad JSON from go twin: {e}"))?;
+    let raw = |k: &str| r.extra.get(k).and_then(serde_json::Value::as_f64);
+    let wall = raw("wall_ns").unwrap_or(r.ns_per_op * r.ops as f64);
+    let cpu = raw("cpu_ns").unwrap_or(r.cpu_ns_per_op * r.ops as f64);
+    let extra = r
+        .extra
+        .iter()
+        .filter(|(k, _)| k.as_str() != "wall_ns" && k.as_str() != "cpu_ns")
+        .filter_map(|(k, x)| x.as_f64().map(|f| (k.clone(), f)))
+        .collect();
+    Ok(Sample {
+        ops: r.ops,
+        wall_ns: wall as u64,
+        cpu_ns: cpu as u64,
+        extra,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parses_the_readme_line() {
+        let line = r#"{"workload":"ring/n=100","procs":2,"impl":"go","ops":1000000,"ns_per_op":181.46,"cpu_ns_per_op":203.05,"extra":{"allocs_per_op":0,"bytes_per_op":0.01,"cap":0,"cpu_ns":203047000,"gc_cycles":0,"n":100,"nivcsw":1362,"nvcsw":2692,"wall_ns":181464409}}"#;
+        let s = super::parse_line(line).unwrap();
+        assert_eq!(s.ops, 1_000_000);
+        assert_eq!(s.wall_ns, 181_464_409);
+        assert_eq!(s.cpu_ns, 203_047_000);
+        assert!(s.extra.iter().any(|(k, v)| k == "n" && *v == 100.0));
+    }
+}

@@ -1,0 +1,538 @@
+//! Running measurements: contenders side by side, interleaved, each run
+//! guarded by a deadline.
+//!
+//! One *row* is one workload at one procs. Its contenders (goro, tokio, go
+//! for `run`/`compare`; goro-old and goro-new for `ab`) each get their
+//! runtime built once for the row, then one warm-up run each, then N rounds
+//! of one run each in turn (A B C A B C ...), so drift of a shared machine
+//! hits every contender alike and ratios within a row stay meaningful.
+//!
+//! A goro or tokio run executes on a fresh thread that calls `block_on` on
+//! the row's runtime with the body spawned as a task; the harness waits for
+//! it with a deadline. A panic (in the body or the runtime) or a timeout
+//! ends that contender's row with one line on stderr; the rest goes on. A
+//! timed-out run's thread cannot be killed: it is left behind holding its
+//! runtime (later numbers of this process may be disturbed, and the line
+//! says so). A Go run is a child process, killed at the deadline.
+
+use crate::gobench::GoBench;
+use crate::registry::{Body, Ctx, Workload};
+use crate::stats;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+/// One measured run, from any implementation.
+#[derive(Clone, Debug, Default)]
+pub struct Sample {
+    /// Ops done.
+    pub ops: u64,
+    /// Wall nanoseconds of the measured region.
+    pub wall_ns: u64,
+    /// Process CPU nanoseconds over the measured region.
+    pub cpu_ns: u64,
+    /// Extra metrics.
+    pub extra: Vec<(String, f64)>,
+}
+
+impl Sample {
+    /// Wall ns per op.
+    pub fn ns_per_op(&self) -> f64 {
+        self.wall_ns as f64 / self.ops.max(1) as f64
+    }
+    /// CPU ns per op.
+    pub fn cpu_per_op(&self) -> f64 {
+        self.cpu_ns as f64 / self.ops.max(1) as f64
+    }
+}
+
+/// What runs a contender.
+#[derive(Clone, Debug)]
+pub enum Kind {
+    /// goro with this policy.
+    Goro(goro::Policy),
+    /// tokio's multi-thread runtime.
+    Tokio,
+    /// The Go twin.
+    Go,
+}
+
+/// One column of a row.
+#[derive(Clone, Debug)]
+pub struct Contender {
+    /// Column label: `goro`, `tokio`, `go`, `old`, `new`.
+    pub label: String,
+    /// What runs it.
+    pub kind: Kind,
+    /// The goro policy as overrides (`GORO_POLICY` syntax, "" = default),
+    /// for reports and for the `oversub` second copy.
+    pub policy_spec: String,
+}
+
+impl Contender {
+    /// The implementation name: `goro`, `tokio` or `go`.
+    pub fn impl_name(&self) -> &'static str {
+        match self.kind {
+            Kind::Goro(_) => "goro",
+            Kind::Tokio => "tokio",
+            Kind::Go => "go",
+        }
+    }
+}
+
+/// One contender's results in one row.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    /// Workload name.
+    pub workload: String,
+    /// Procs.
+    pub procs: usize,
+    /// Contender label.
+    pub label: String,
+    /// `goro`, `tokio`, `go`.
+    pub impl_name: &'static str,
+    /// goro policy overrides ("" = default).
+    pub policy: String,
+    /// The measured runs.
+    pub samples: Vec<Sample>,
+    /// Why this contender has no body for the workload (not an error).
+    pub missing: Option<String>,
+    /// Why its runs stopped (panic, timeout, failed child).
+    pub error: Option<String>,
+}
+
+impl Measurement {
+    fn ns(&self) -> Vec<f64> {
+        self.samples.iter().map(Sample::ns_per_op).collect()
+    }
+    /// Median wall ns/op, when there are samples.
+    pub fn ns_per_op(&self) -> Option<f64> {
+        (!self.samples.is_empty()).then(|| stats::median(&self.ns()))
+    }
+    /// All runs' ns/op.
+    pub fn ns_values(&self) -> Vec<f64> {
+        self.ns()
+    }
+    /// All runs' CPU ns/op.
+    pub fn cpu_values(&self) -> Vec<f64> {
+        self.samples.iter().map(Sample::cpu_per_op).collect()
+    }
+    /// (min, max) ns/op.
+    pub fn spread(&self) -> (f64, f64) {
+        stats::min_max(&self.ns())
+    }
+    /// benchstat's ± as a fraction.
+    pub fn spread_frac(&self) -> f64 {
+        stats::spread_frac(&self.ns())
+    }
+    /// Median CPU ns/op.
+    pub fn cpu_per_op(&self) -> Option<f64> {
+        (!self.samples.is_empty()).then(|| stats::median(&self.cpu_values()))
+    }
+    /// Median ops per run.
+    pub fn ops(&self) -> f64 {
+        stats::median(
+            &self
+                .samples
+                .iter()
+                .map(|s| s.ops as f64)
+                .collect::<Vec<_>>(),
+        )
+    }
+    /// All runs' values of one extra.
+    pub fn extra_values(&self, key: &str) -> Vec<f64> {
+        self.samples
+            .iter()
+            .filter_map(|s| s.extra.iter().find(|(k, _)| k == key).map(|(_, v)| *v))
+            .collect()
+    }
+    /// Median of each extra over the runs, in first-seen order.
+    pub fn extras(&self) -> Vec<(String, f64)> {
+        let mut keys: Vec<String> = Vec::new();
+        for s in &self.samples {
+            for (k, _) in &s.extra {
+                if !keys.contains(k) {
+                    keys.push(k.clone());
+                }
+            }
+        }
+        keys.into_iter()
+            .map(|k| {
+                let v = stats::median(&self.extra_values(&k));
+                (k, v)
+            })
+            .collect()
+    }
+}
+
+/// Options of one command.
+#[derive(Clone, Debug)]
+pub struct Opts {
+    /// Measured runs per contender.
+    pub runs: usize,
+    /// Quick op counts.
+    pub quick: bool,
+    /// Deadline of one run.
+    pub timeout: Duration,
+}
+
+/// The progress bar and the one-line messages printed around it.
+pub struct Ui {
+    pb: ProgressBar,
+}
+
+impl Ui {
+    /// A bar of `total` steps on stderr (hidden when stderr is not a terminal).
+    pub fn new(total: u64) -> Ui {
+        let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        pb.set_style(
+            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        Ui { pb }
+    }
+    /// One line on stderr (above the bar).
+    pub fn note(&self, msg: &str) {
+        self.pb.suspend(|| eprintln!("{msg}"));
+    }
+    /// One line on stdout (above the bar).
+    pub fn out(&self, msg: &str) {
+        self.pb.suspend(|| println!("{msg}"));
+    }
+    /// What is running now.
+    pub fn status(&self, msg: String) {
+        self.pb.set_message(msg);
+    }
+    /// One step done.
+    pub fn step(&self) {
+        self.pb.inc(1);
+    }
+    /// Removes the bar.
+    pub fn finish(&self) {
+        self.pb.finish_and_clear();
+    }
+}
+
+/// The procs a workload runs at: its fixed procs, or each of `procs`.
+pub fn procs_for(w: &Workload, procs: &[usize]) -> Vec<usize> {
+    match w.fixed_procs {
+        Some(p) => vec![p],
+        None => procs.to_vec(),
+    }
+}
+
+/// Steps [`measure_row`] takes for the progress bar.
+pub fn steps(contenders: usize, opts: &Opts) -> u64 {
+    (contenders * (opts.runs + 1)) as u64
+}
+
+enum State {
+    Goro(Arc<goro::Runtime>, Body),
+    Tokio(Arc<tokio::runtime::Runtime>, Body),
+    Go,
+    Off,
+}
+
+/// The last panic message seen on a benchmark thread (the panic hook keeps
+/// it instead of printing it, so a failure is reported once, in one line).
+pub static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+/// Installs the panic hook: panics on our own threads (`gb-*`: runs, goro
+/// and tokio workers) are recorded quietly in [`LAST_PANIC`]; others print
+/// as usual.
+pub fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let ours = std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("gb-"));
+        if ours {
+            let msg = panic_message(info.payload());
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{msg}{at}"));
+        } else {
+            default(info);
+        }
+    }));
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".into()
+    }
+}
+
+/// Runs `f` on a fresh thread and waits at most `timeout` for it.
+fn guarded<T: Send + 'static>(
+    timeout: Duration,
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::Builder::new()
+        .name("gb-run".into())
+        .spawn(move || {
+            let r = catch_unwind(AssertUnwindSafe(f))
+                .unwrap_or_else(|p| Err(format!("panicked: {}", panic_message(&*p))));
+            let _ = tx.send(r);
+        })
+        .map_err(|e| format!("cannot start a run thread: {e}"))?;
+    match rx.recv_timeout(timeout) {
+        Ok(r) => {
+            let _ = h.join();
+            r
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            let last = LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
+            Err(format!(
+                "timed out after {}s; its thread is left running, so later numbers of this process may be disturbed{}",
+                timeout.as_secs(),
+                last.map(|m| format!(" (a panic was seen: {m})")).unwrap_or_default()
+            ))
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err("the run thread died".into()),
+    }
+}
+
+fn build_goro(procs: usize, policy: &goro::Policy) -> Result<Arc<goro::Runtime>, String> {
+    goro::Runtime::builder()
+        .procs(procs)
+        .policy(policy.clone())
+        .thread_name("gb-goro")
+        .build()
+        .map(Arc::new)
+        .map_err(|e| format!("cannot build the goro runtime: {e}"))
+}
+
+fn build_tokio(procs: usize) -> Result<Arc<tokio::runtime::Runtime>, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(procs)
+        .enable_all()
+        .thread_name("gb-tokio")
+        .build()
+        .map(Arc::new)
+        .map_err(|e| format!("cannot build the tokio runtime: {e}"))
+}
+
+/// The goro counters a run adds as extras: the share of wall × procs spent
+/// in find-runnable's slow path and in steal passes (seed 002's measure),
+/// and steals / runnext steals / parks per op. Counted over the whole run
+/// (setup included), so per-op counts are slightly high for workloads with
+/// heavy setup.
+fn goro_extras(s: &mut Sample, before: &goro::Stats, after: &goro::Stats, procs: usize) {
+    let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
+    let denom = (s.wall_ns as f64 * procs as f64).max(1.0);
+    let ops = s.ops.max(1) as f64;
+    s.extra.push((
+        "find_runnable_share".into(),
+        d(after.find_runnable_ns, before.find_runnable_ns) / denom,
+    ));
+    s.extra.push((
+        "steal_share".into(),
+        d(after.steal_ns, before.steal_ns) / denom,
+    ));
+    s.extra
+        .push(("steals_per_op".into(), d(after.steals, before.steals) / ops));
+    s.extra.push((
+        "runnext_steals_per_op".into(),
+        d(after.runnext_steals, before.runnext_steals) / ops,
+    ));
+    s.extra
+        .push(("parks_per_op".into(), d(after.parks, before.parks) / ops));
+}
+
+fn to_sample(out: crate::registry::RunOut) -> Sample {
+    Sample {
+        ops: out.ops,
+        wall_ns: out.wall_ns,
+        cpu_ns: out.cpu_ns,
+        extra: out.extra,
+    }
+}
+
+fn run_once(
+    state: &State,
+    w: &Workload,
+    ctx: &Ctx,
+    opts: &Opts,
+    go: &GoBench,
+    ui: &Ui,
+) -> Result<Sample, String> {
+    let procs = ctx.procs;
+    match state {
+        State::Goro(rt, body) => {
+            let (rt, body, ctx) = (rt.clone(), body.clone(), ctx.clone());
+            guarded(opts.timeout, move || {
+                let s0 = rt.stats();
+                let r = rt.block_on(async move { goro::spawn(body(ctx)).await });
+                let s1 = rt.stats();
+                let mut s = to_sample(r.map_err(|e| e.to_string())?);
+                goro_extras(&mut s, &s0, &s1, procs);
+                Ok(s)
+            })
+        }
+        State::Tokio(rt, body) => {
+            let (rt, body, ctx) = (rt.clone(), body.clone(), ctx.clone());
+            guarded(opts.timeout, move || {
+                let r = rt.block_on(async move { tokio::spawn(body(ctx)).await });
+                Ok(to_sample(r.map_err(|e| e.to_string())?))
+            })
+        }
+        State::Go => {
+            let (s, stderr) = go.run(&w.name, procs, opts.quick, opts.timeout)?;
+            if !stderr.is_empty() {
+                ui.note(&format!(
+                    "{} procs={procs} go says: {}",
+                    w.name,
+                    stderr.replace('\n', " | ")
+                ));
+            }
+            Ok(s)
+        }
+        State::Off => Err("off".into()),
+    }
+}
+
+/// Measures one row: `w` at `procs` for every contender, interleaved.
+pub fn measure_row(
+    w: &Workload,
+    procs: usize,
+    contenders: &[Contender],
+    opts: &Opts,
+    go: &GoBench,
+    ui: &Ui,
+) -> Vec<Measurement> {
+    let mut ms: Vec<Measurement> = contenders
+        .iter()
+        .map(|c| Measurement {
+            workload: w.name.clone(),
+            procs,
+            label: c.label.clone(),
+            impl_name: c.impl_name(),
+            policy: c.policy_spec.clone(),
+            samples: Vec::new(),
+            missing: None,
+            error: None,
+        })
+        .collect();
+    let mut states: Vec<State> = Vec::new();
+    for (c, m) in contenders.iter().zip(ms.iter_mut()) {
+        let st = match &c.kind {
+            Kind::Goro(p) => match &w.goro {
+                Err(note) => {
+                    m.missing = Some(note.to_string());
+                    State::Off
+                }
+                Ok(b) => match build_goro(procs, p) {
+                    Ok(rt) => State::Goro(rt, b.clone()),
+                    Err(e) => {
+                        m.error = Some(e);
+                        State::Off
+                    }
+                },
+            },
+            Kind::Tokio => match &w.tokio {
+                Err(note) => {
+                    m.missing = Some(note.to_string());
+                    State::Off
+                }
+                Ok(b) => match build_tokio(procs) {
+                    Ok(rt) => State::Tokio(rt, b.clone()),
+                    Err(e) => {
+                        m.error = Some(e);
+                        State::Off
+                    }
+                },
+            },
+            Kind::Go => match w
+                .go_note
+                .map(str::to_string)
+                .or_else(|| go.missing(&w.name))
+            {
+                Some(note) => {
+                    m.missing = Some(note);
+                    State::Off
+                }
+                None => State::Go,
+            },
+        };
+        if let Some(e) = &m.error {
+            ui.note(&format!("{} procs={procs} {}: {e}", w.name, c.label));
+        }
+        states.push(st);
+    }
+    let ctx_for = |c: &Contender| Ctx {
+        procs,
+        quick: opts.quick,
+        runtime: if matches!(c.kind, Kind::Tokio) {
+            "tokio"
+        } else {
+            "goro"
+        },
+        policy: c.policy_spec.clone(),
+    };
+
+    // Warm-up (the Go twin warms up inside each invocation).
+    for (i, c) in contenders.iter().enumerate() {
+        ui.status(format!("{} procs={procs} {} warm-up", w.name, c.label));
+        if matches!(states[i], State::Goro(..) | State::Tokio(..)) {
+            if let Err(e) = run_once(&states[i], w, &ctx_for(c), opts, go, ui) {
+                ui.note(&format!(
+                    "{} procs={procs} {}: warm-up failed: {e}",
+                    w.name, c.label
+                ));
+                ms[i].error = Some(e);
+                states[i] = State::Off;
+            }
+        }
+        ui.step();
+    }
+    for r in 0..opts.runs {
+        for (i, c) in contenders.iter().enumerate() {
+            ui.status(format!(
+                "{} procs={procs} {} run {}/{}",
+                w.name,
+                c.label,
+                r + 1,
+                opts.runs
+            ));
+            if !matches!(states[i], State::Off) {
+                match run_once(&states[i], w, &ctx_for(c), opts, go, ui) {
+                    Ok(s) => ms[i].samples.push(s),
+                    Err(e) => {
+                        ui.note(&format!(
+                            "{} procs={procs} {}: run {} failed: {e}",
+                            w.name,
+                            c.label,
+                            r + 1
+                        ));
+                        ms[i].error = Some(e);
+                        states[i] = State::Off;
+                    }
+                }
+            }
+            ui.step();
+        }
+    }
+    // Shut the row's runtimes down under a deadline too: a runtime that
+    // cannot stop must not hang the report.
+    if let Err(e) = guarded(Duration::from_secs(20), move || {
+        drop(states);
+        Ok(())
+    }) {
+        ui.note(&format!(
+            "{} procs={procs}: shutting the runtimes down: {e}",
+            w.name
+        ));
+    }
+    ms
+}

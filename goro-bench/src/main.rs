@@ -1,0 +1,371 @@
+//! goro-bench: the same workloads on goro, tokio and Go, interleaved in one
+//! run, reported as ratios (see /work/shared/BENCHMARKS.md).
+//!
+//! ```text
+//! goro-bench list
+//! goro-bench run <workload|group>[,...] [--procs 1,2,4] [--impl goro,tokio,go] [--runs N] [--quick] [--json FILE]
+//! goro-bench compare [--quick] [--json FILE] [--svg FILE] [--procs ...]
+//! goro-bench ab <seed|all> [--procs ...] [--runs N] [--quick]
+//! ```
+//!
+//! Layout: `registry.rs` (what a workload is, selection), `workloads/` (one
+//! file per group), `rt.rs` (the runtime trait and small sync helpers),
+//! `harness.rs` (interleaved, guarded runs), `gobench.rs` (the Go column),
+//! `load.rs` (oversub's second copy), `stats.rs` (medians, Mann-Whitney),
+//! `report.rs` (table, JSON, SVG), `ab.rs` (the seeds' A/B).
+
+mod ab;
+mod gobench;
+mod harness;
+mod load;
+mod registry;
+mod report;
+mod rt;
+mod stats;
+mod workloads;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use gobench::GoBench;
+use harness::{Contender, Kind, Measurement, Opts, Ui};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+#[command(
+    name = "goro-bench",
+    version,
+    about = "goro vs tokio vs Go, side by side (see BENCHMARKS.md)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ImplArg {
+    Goro,
+    Tokio,
+    Go,
+}
+
+#[derive(clap::Args, Clone)]
+struct Common {
+    /// Procs (goro Ps, tokio workers, GOMAXPROCS), comma-separated [default: 1,2, plus 4 on 4+ cores]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=4096))]
+    procs: Option<Vec<u32>>,
+    /// Measured runs per implementation [default: 5; 3 with --quick]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: Option<u32>,
+    /// Smaller op counts (and 3 runs): the whole suite in under 3 minutes
+    #[arg(long)]
+    quick: bool,
+    /// Deadline of one run in seconds; a run past it is reported and abandoned
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout: u64,
+    /// Write the measurements as JSON to FILE
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Every workload, one line each
+    List,
+    /// Run workloads or groups (comma-separated; `all`, a group, a name, or a base name like `ring`)
+    Run {
+        /// Workloads: e.g. spawn_chain,ring or sched
+        workloads: String,
+        /// Implementations to run, comma-separated
+        #[arg(
+            long = "impl",
+            value_enum,
+            value_delimiter = ',',
+            default_value = "goro,tokio,go"
+        )]
+        impls: Vec<ImplArg>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// The whole suite on goro, tokio and Go: the ratio table
+    Compare {
+        /// Draw the goro/go and goro/tokio ratios as a bar chart into FILE (SVG)
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// A seed's improvement on vs off on goro (Policy::default() vs its "before")
+    #[command(
+        after_help = "ab runs 10 times per side by default, 5 with --quick: with 3 no p-value can fall under 0.05."
+    )]
+    Ab {
+        /// 000..004, or all
+        seed: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// (internal) the second copy of the process for `oversub`
+    #[command(name = "__load", hide = true)]
+    Load {
+        #[arg(long)]
+        workload: String,
+        #[arg(long)]
+        runtime: String,
+        #[arg(long)]
+        procs: usize,
+        #[arg(long, default_value = "")]
+        policy: String,
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+fn default_procs() -> Vec<usize> {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    if cores >= 4 {
+        vec![1, 2, 4]
+    } else {
+        vec![1, 2]
+    }
+}
+
+fn opts(c: &Common, default_runs: usize, quick_runs: usize) -> Opts {
+    Opts {
+        runs: c
+            .runs
+            .map(|r| r as usize)
+            .unwrap_or(if c.quick { quick_runs } else { default_runs }),
+        quick: c.quick,
+        timeout: Duration::from_secs(c.timeout),
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    harness::install_panic_hook();
+    if std::env::var_os("GORO_POLICY").is_some() && !matches!(cli.cmd, Cmd::Load { .. }) {
+        eprintln!("goro-bench: warning: GORO_POLICY is set and overrides every goro policy here (ab's old/new included)");
+    }
+    let code = match cli.cmd {
+        Cmd::List => list(),
+        Cmd::Run {
+            workloads,
+            impls,
+            common,
+        } => {
+            let mut names: Vec<&'static str> = Vec::new();
+            for i in impls {
+                let n = match i {
+                    ImplArg::Goro => "goro",
+                    ImplArg::Tokio => "tokio",
+                    ImplArg::Go => "go",
+                };
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+            suite(&workloads, &names, &common, None)
+        }
+        Cmd::Compare { svg, common } => suite("all", &["goro", "tokio", "go"], &common, svg),
+        Cmd::Ab { seed, common } => {
+            let procs = common
+                .procs
+                .as_ref()
+                .map(|v| v.iter().map(|&p| p as usize).collect());
+            ab::run(
+                &seed,
+                procs,
+                &default_procs(),
+                &opts(&common, 10, 5),
+                common.json.as_deref(),
+            )
+        }
+        Cmd::Load {
+            workload,
+            runtime,
+            procs,
+            policy,
+            quick,
+        } => load::load_main(&workload, &runtime, procs, &policy, quick),
+    };
+    std::process::exit(code);
+}
+
+fn list() -> i32 {
+    let reg = registry::all();
+    let go = GoBench::prepare();
+    if let Some(n) = &go.note {
+        eprintln!("{n}");
+    }
+    println!(
+        "{:<22} {:<6} {:<5} {:>17}  {:<14} one op",
+        "workload", "group", "seed", "ops normal/quick", "impls"
+    );
+    let mut notes: Vec<String> = Vec::new();
+    for w in &reg {
+        let mut impls = Vec::new();
+        impls.push(if w.goro.is_ok() { "goro" } else { "-" });
+        impls.push(if w.tokio.is_ok() { "tokio" } else { "-" });
+        let go_missing = w
+            .go_note
+            .map(str::to_string)
+            .or_else(|| go.missing(&w.name));
+        impls.push(if go_missing.is_none() { "go" } else { "-" });
+        let procs = w
+            .fixed_procs
+            .map(|p| format!(" (always procs={p})"))
+            .unwrap_or_default();
+        println!(
+            "{:<22} {:<6} {:<5} {:>17}  {:<14} {}{procs}",
+            w.name,
+            w.group,
+            w.seed.unwrap_or(""),
+            format!("{}/{}", w.ops.0, w.ops.1),
+            impls.join(" "),
+            w.op
+        );
+        for n in [
+            w.goro.as_ref().err().map(|e| format!("goro: {e}")),
+            w.tokio.as_ref().err().map(|e| format!("tokio: {e}")),
+            go_missing.filter(|_| go.note.is_none()),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let line = format!("{n}: {}", w.name);
+            notes.push(line);
+        }
+    }
+    // Group the notes by reason.
+    let mut by: Vec<(String, Vec<String>)> = Vec::new();
+    for n in notes {
+        let (why, name) = n.rsplit_once(": ").unwrap();
+        match by.iter_mut().find(|(w, _)| w == why) {
+            Some((_, v)) => v.push(name.to_string()),
+            None => by.push((why.to_string(), vec![name.to_string()])),
+        }
+    }
+    for (why, names) in by {
+        println!("note: {why}: {}", names.join(", "));
+    }
+    0
+}
+
+/// `run` and `compare`: rows of workload × procs with the chosen impls.
+fn suite(spec: &str, impls: &[&'static str], common: &Common, svg: Option<PathBuf>) -> i32 {
+    let reg = registry::all();
+    let ws = match registry::select(&reg, spec) {
+        Ok(ws) => ws,
+        Err(e) => {
+            eprintln!("goro-bench: {e}");
+            return 2;
+        }
+    };
+    let opts = opts(common, 5, 3);
+    let procs: Vec<usize> = common
+        .procs
+        .as_ref()
+        .map(|v| v.iter().map(|&p| p as usize).collect())
+        .unwrap_or_else(default_procs);
+    let go = if impls.contains(&"go") {
+        let g = GoBench::prepare();
+        if let Some(n) = &g.note {
+            eprintln!("{n}");
+        }
+        g
+    } else {
+        GoBench {
+            bin: None,
+            names: Default::default(),
+            note: Some("go not selected".into()),
+        }
+    };
+    let contenders: Vec<Contender> = impls
+        .iter()
+        .map(|&i| Contender {
+            label: i.to_string(),
+            kind: match i {
+                "goro" => Kind::Goro(goro::Policy::default()),
+                "tokio" => Kind::Tokio,
+                _ => Kind::Go,
+            },
+            policy_spec: String::new(),
+        })
+        .collect();
+    let rows: Vec<(&registry::Workload, usize)> = ws
+        .iter()
+        .flat_map(|w| {
+            harness::procs_for(w, &procs)
+                .into_iter()
+                .map(move |p| (*w, p))
+        })
+        .collect();
+    let ui = Ui::new(rows.len() as u64 * harness::steps(contenders.len(), &opts));
+    let table = report::Table::new(impls.to_vec());
+    let t0 = Instant::now();
+    ui.out(&format!(
+        "goro-bench: {} rows, {} runs each{}, interleaved {}",
+        rows.len(),
+        opts.runs,
+        if opts.quick { ", quick op counts" } else { "" },
+        impls.join(" ")
+    ));
+    ui.out(&table.header());
+    let mut all: Vec<Measurement> = Vec::new();
+    let mut ratio_rows: Vec<report::RatioRow> = Vec::new();
+    for (w, p) in rows {
+        let ms = harness::measure_row(w, p, &contenders, &opts, &go, &ui);
+        for l in table.row(w, p, &ms) {
+            ui.out(&l);
+        }
+        let med = |i: &str| {
+            ms.iter()
+                .find(|m| m.impl_name == i)
+                .and_then(Measurement::ns_per_op)
+        };
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+            _ => None,
+        };
+        ratio_rows.push(report::RatioRow {
+            label: format!("{} p{p}", w.name),
+            goro_go: ratio(med("goro"), med("go")),
+            goro_tokio: ratio(med("goro"), med("tokio")),
+        });
+        all.extend(ms);
+    }
+    ui.finish();
+    for n in report::notes(&all, go.note.as_deref()) {
+        println!("{n}");
+    }
+    println!("took {:.1}s", t0.elapsed().as_secs_f64());
+    // A failed run (panic, timeout, a failing Go child) was reported on its
+    // own line; the exit code stays 0 so the rest of a CI job runs. Only
+    // bad flags (and unwritable output files) fail the command.
+    let failed = all.iter().filter(|m| m.error.is_some()).count();
+    if failed > 0 {
+        println!("{failed} measurement(s) failed; see the lines above");
+    }
+    let mut code = 0;
+    if let Some(path) = &common.json {
+        match report::write_json(path, &report::json(&all)) {
+            Ok(()) => println!("wrote {}", path.display()),
+            Err(e) => {
+                eprintln!("goro-bench: {e}");
+                code = 1;
+            }
+        }
+    }
+    if let Some(path) = &svg {
+        match report::svg(path, &ratio_rows) {
+            Ok(()) => println!("wrote {}", path.display()),
+            Err(e) => {
+                eprintln!("goro-bench: svg: {e}");
+                code = 1;
+            }
+        }
+    }
+    code
+}

@@ -1,0 +1,73 @@
+//! The workloads, one file per group of BENCHMARKS.md (`sched.rs`,
+//! `chan.rs`; later `time.rs`, `pool.rs`, `net.rs`).
+//!
+//! # Adding a workload
+//!
+//! 1. In the group's file, write the body for each runtime: an `async fn`
+//!    (or a function returning a future) taking [`Ctx`](crate::registry::Ctx)
+//!    and returning [`RunOut`](crate::registry::RunOut). Set up first (spawn
+//!    tasks parked on a [`Gang`](crate::rt::Gang), make channels), then
+//!    `let m = Meter::start();` … the measured part … `let meas = m.stop();`,
+//!    tear down so that no task outlives the call, and return
+//!    `RunOut::new(ops, meas).extra("n", n)`. A header comment says what one
+//!    op is, the shape, and the op counts, which must be those of the Go
+//!    twin in `bench/go/<group>.go` (`ctx.size(normal, quick)`). Shapes that
+//!    only spawn/yield/wait are written once, generic over [`Rt`](crate::rt::Rt).
+//! 2. Register it in the file's `register`:
+//!    `v.push(Workload::new(name, group, op, (normal, quick)).goro(Ok(body(..))).tokio(Ok(body(..))))`,
+//!    with `.seed("004")`, `.no_go("why")` when `bench/go` has no twin,
+//!    `.fixed_procs(p)`, `.show(&["p99_ns"])` as needed.
+//! 3. A new group: a new file here, `mod` + a call in [`register`] below, and
+//!    (for `ab`) its seed's row in `ab.rs`.
+//!
+//! The Go column is filled whenever the Go twin's `-list` has the same name.
+
+pub mod chan;
+pub mod sched;
+
+use crate::registry::Workload;
+
+/// Registers every group, in BENCHMARKS.md order.
+pub fn register(v: &mut Vec<Workload>) {
+    sched::register(v);
+    chan::register(v);
+    if std::env::var_os("GORO_BENCH_FAULTS").is_some() {
+        faults(v);
+    }
+}
+
+/// Two deliberately broken workloads, registered only when
+/// `GORO_BENCH_FAULTS` is set, to check that a panic and a hang each end
+/// in one line while the rest of the report still prints:
+/// `GORO_BENCH_FAULTS=1 goro-bench run fault,spawn_chain --timeout 2`.
+fn faults(v: &mut Vec<Workload>) {
+    use crate::registry::{body, Ctx, RunOut};
+    use crate::rt::Latch;
+    async fn panics(_: Ctx) -> RunOut {
+        panic!("fault/panic panics on purpose")
+    }
+    async fn hangs(_: Ctx) -> RunOut {
+        let never = Latch::new(1);
+        never.wait().await;
+        unreachable!()
+    }
+    v.push(
+        Workload::new("fault/panic", "fault", "panics", (1, 1))
+            .goro(Ok(body(panics)))
+            .tokio(Ok(body(panics)))
+            .no_go("test fault"),
+    );
+    v.push(
+        Workload::new("fault/hang", "fault", "never finishes", (1, 1))
+            .goro(Ok(body(hangs)))
+            .tokio(Ok(body(hangs)))
+            .no_go("test fault"),
+    );
+}
+
+/// Splits `total` ops over `workers` in whole batches of `batch` (Go's
+/// `perWorker`): the batches per worker and the resulting op count.
+pub fn per_worker(total: u64, workers: u64, batch: u64) -> (u64, u64) {
+    let batches = (total / (workers * batch)).max(1);
+    (batches, batches * workers * batch)
+}
