@@ -85,20 +85,8 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 impl Context {
     /// The root: never cancelled, no deadline.
     pub fn background() -> Context {
-        let (tx, rx) = chan::bounded(0);
         Context {
-            inner: Arc::new(Inner {
-                deadline: None,
-                done_rx: rx,
-                state: Mutex::new(State {
-                    err: None,
-                    done_tx: Some(tx),
-                    children: HashMap::new(),
-                    timer: None,
-                }),
-                parent: None,
-                id: 0,
-            }),
+            inner: Inner::new(None, None, 0),
         }
     }
 
@@ -176,19 +164,11 @@ impl Context {
     }
 
     fn child(parent: &Context, deadline: Option<Instant>) -> Context {
-        let (tx, rx) = chan::bounded(0);
-        let inner = Arc::new(Inner {
+        let inner = Inner::new(
             deadline,
-            done_rx: rx,
-            state: Mutex::new(State {
-                err: None,
-                done_tx: Some(tx),
-                children: HashMap::new(),
-                timer: None,
-            }),
-            parent: Some(parent.inner.clone()),
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        });
+            Some(parent.inner.clone()),
+            NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        );
         let parent_err = {
             let mut ps = parent.inner.lock();
             if ps.err.is_none() && parent.inner.parent.is_some() {
@@ -229,6 +209,22 @@ impl fmt::Debug for Context {
 }
 
 impl Inner {
+    fn new(deadline: Option<Instant>, parent: Option<Arc<Inner>>, id: u64) -> Arc<Inner> {
+        let (tx, rx) = chan::bounded(0);
+        Arc::new(Inner {
+            deadline,
+            done_rx: rx,
+            state: Mutex::new(State {
+                err: None,
+                done_tx: Some(tx),
+                children: HashMap::new(),
+                timer: None,
+            }),
+            parent,
+            id,
+        })
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -394,7 +394,10 @@ mod loom_tests {
             assert!(before <= 1, "fired {before} times before the final runs");
             // Whatever the owner did, the re-armed timer fires exactly once more
             // unless the owner's fire already consumed this arming.
-            assert!(after <= 1 && before + after >= 1, "before={before} after={after}");
+            assert!(
+                after <= 1 && before + after >= 1,
+                "before={before} after={after}"
+            );
             assert_clean(&q0);
             assert_clean(&q1);
             drop(tt);
