@@ -6,6 +6,9 @@
 //	goro-bench-go -workload <name> -procs <n> -runs <N> [-quick]
 //	goro-bench-go -list
 //
+// (and, internally, `goro-bench-go -load <workload> -procs <n> [-quick]`: the
+// second copy that the oversub workloads start beside themselves, load.go).
+//
 // Each workload lives in the file of its group (sched.go, chan.go, ...), and
 // registers itself from that file's init function; this file holds the
 // registry, the measurement harness and the CLI. Standard library only.
@@ -36,6 +39,14 @@ type Workload struct {
 var groupOrder = []string{"sched", "chan", "time", "pool", "net"}
 
 var registry []Workload
+
+// fixedProcs holds the workloads that always run at one GOMAXPROCS whatever
+// -procs says (goro-bench's `.fixed_procs(p)`, e.g. burst/procs=16); the
+// name says it, and the JSON "procs" reports it.
+var fixedProcs = map[string]int{}
+
+// fixProcs marks workload name as always running at p procs.
+func fixProcs(name string, p int) { fixedProcs[name] = p }
 
 // register adds workloads; called from each group file's init.
 func register(ws ...Workload) {
@@ -260,7 +271,21 @@ func main() {
 		procs    = flag.Int("procs", runtime.NumCPU(), "GOMAXPROCS")
 		runs     = flag.Int("runs", 5, "measured runs (after one warm-up run)")
 		quick    = flag.Bool("quick", false, "smaller op counts")
+		load     = flag.String("load", "", "") // hidden: oversub's second copy (load.go)
 	)
+	flag.Usage = func() {
+		out := flag.CommandLine.Output()
+		fmt.Fprintf(out, "usage: %s -list | -workload <name> [-procs n] [-runs N] [-quick]\n", os.Args[0])
+		flag.VisitAll(func(f *flag.Flag) {
+			if f.Usage != "" { // flags without usage text are internal
+				def := ""
+				if f.DefValue != "" && f.DefValue != "false" {
+					def = " (default " + f.DefValue + ")"
+				}
+				fmt.Fprintf(out, "  -%s\t%s%s\n", f.Name, f.Usage, def)
+			}
+		})
+	}
 	flag.Parse()
 	if flag.NArg() != 0 {
 		fmt.Fprintf(os.Stderr, "goro-bench-go: unexpected arguments %q\n", flag.Args())
@@ -272,6 +297,16 @@ func main() {
 			fmt.Printf("%s\t%s\t%s\n", w.Name, w.Group, w.Op)
 		}
 		return
+	}
+	if *load != "" {
+		if *procs < 1 {
+			fatalf("-procs must be >= 1")
+		}
+		if p, ok := fixedProcs[*load]; ok {
+			*procs = p
+		}
+		runtime.GOMAXPROCS(*procs)
+		loadMain(*load, *procs, *quick) // does not return
 	}
 	if *workload == "" {
 		fmt.Fprintln(os.Stderr, "goro-bench-go: -workload or -list is required")
@@ -286,6 +321,15 @@ func main() {
 	if *procs < 1 || *runs < 1 {
 		fmt.Fprintln(os.Stderr, "goro-bench-go: -procs and -runs must be >= 1")
 		os.Exit(2)
+	}
+
+	if p, ok := fixedProcs[w.Name]; ok && p != *procs {
+		explicit := false
+		flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "procs" })
+		if explicit {
+			fmt.Fprintf(os.Stderr, "goro-bench-go: %s always runs at procs=%d (-procs %d ignored)\n", w.Name, p, *procs)
+		}
+		*procs = p
 	}
 
 	runtime.GOMAXPROCS(*procs)

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 func init() {
@@ -24,6 +25,16 @@ func init() {
 			Workload{fmt.Sprintf("ring_buf/n=%d", n), "sched", fmt.Sprintf("one token hop in a ring of %d goroutines over channels of capacity 1", n), ring(n, 1)},
 		)
 	}
+	for _, p := range []int{16, 64} {
+		name := fmt.Sprintf("burst/procs=%d", p)
+		register(Workload{name, "sched", "one short goroutine (~0.5 µs of work) in bursts of 1000 separated by 500 µs idle gaps", burst})
+		fixProcs(name, p)
+	}
+	register(
+		Workload{"idle_cpu", "sched", "one millisecond of an idle runtime holding 10,000 parked goroutines (cpu/op = CPU ns burnt per idle ms)", idleCPU},
+		Workload{"oversub/ping_pong", "sched", "one ping_pong round trip while a second copy of the process runs ping_pong", oversubPingPong},
+		Workload{"oversub/ring", "sched", fmt.Sprintf("one token hop in a ring of %d (unbuffered) while a second copy of the process runs ring/n=%d", oversubRing, oversubRing), oversubRingRun},
+	)
 }
 
 // spawnChain — spawn_chain (Go: BenchmarkCreateGoroutines, one chain).
@@ -112,11 +123,41 @@ func yieldMany(b *B) {
 // spawned and parked before the clock starts; the measured region is from
 // releasing them until both have returned.
 // Ops: 500,000 normal, 50,000 quick.
-func pingPong(b *B) {
+func pingPong(b *B) { pingPongShape(b, "") }
+
+// oversubPingPong — oversub/ping_pong (seed 000).
+//
+// ping_pong (same shape and counts) while a second copy of this process runs
+// ping_pong at the same procs in a loop (load.go; started, warm and looping
+// before the setup, stopped right after the measured region). The pinger
+// takes time.Now() before each `ping <- i` and records time.Since after the
+// `<-pong`, so each round trip's latency goes into a histogram (hist.go, the
+// buckets of goro-bench's); extras p50_ns, p99_ns, p999_ns.
+// Ops: 500,000 normal, 50,000 quick.
+func oversubPingPong(b *B) { pingPongShape(b, "ping_pong") }
+
+// pingPongShape is ping_pong; with load != "", oversub/ping_pong running
+// load in the second copy.
+func pingPongShape(b *B, load string) {
+	var child *loadChild
+	if load != "" {
+		child = startLoad(b, load)
+	}
+	rec := child != nil
+	h := new(Histogram)
 	r := b.Size(500_000, 50_000)
 	ping, pong := make(chan int), make(chan int)
 	g := newGang(2, func(who int) {
 		if who == 0 {
+			if rec {
+				for i := 0; i < r; i++ {
+					t := time.Now()
+					ping <- i
+					<-pong
+					h.RecordSince(t)
+				}
+				return
+			}
 			for i := 0; i < r; i++ {
 				ping <- i
 				<-pong
@@ -133,6 +174,10 @@ func pingPong(b *B) {
 	g.wait()
 	b.Stop()
 	b.SetOps(r)
+	if child != nil {
+		child.stop()
+		withQuantiles(b, h)
+	}
 }
 
 // ring returns ring/n=N (capacity 0, Go: GoroutineRing) or ring_buf/n=N
@@ -187,4 +232,197 @@ func ring(n, capacity int) func(b *B) {
 		b.Extra("n", n)
 		b.Extra("cap", capacity)
 	}
+}
+
+// oversubRing is the ring size of oversub/ring.
+const oversubRing = 100
+
+// hopTok is oversub/ring's token: hops left and when it was sent.
+type hopTok struct {
+	left int
+	sent time.Time
+}
+
+// oversubRingRun — oversub/ring (seed 000).
+//
+// ring/n=100 over unbuffered channels (the ring shape above) while a second
+// copy of this process runs ring/n=100 at the same procs in a loop (load.go;
+// started before the setup, stopped right after the measured region, before
+// the teardown). The token carries the time it was sent (time.Now() just
+// before each send); every receiver records time.Since(sent) for the hop,
+// including the last one, into a histogram (hist.go): one record per hop.
+// One op = one hop; extras n, p50_ns, p99_ns, p999_ns.
+// Ops: 1,000,000 normal, 100,000 quick.
+func oversubRingRun(b *B) {
+	child := startLoad(b, fmt.Sprintf("ring/n=%d", oversubRing))
+	n := oversubRing
+	hops := b.Size(1_000_000, 100_000)
+	h := new(Histogram)
+	chans := make([]chan hopTok, n)
+	for i := range chans {
+		chans[i] = make(chan hopTok)
+	}
+	done := make(chan struct{})
+	var ready, exited sync.WaitGroup
+	ready.Add(n)
+	exited.Add(n)
+	for i := 0; i < n; i++ {
+		in, out := chans[i], chans[(i+1)%n]
+		go func() {
+			defer exited.Done()
+			ready.Done()
+			for t := range in {
+				h.RecordSince(t.sent)
+				if t.left == 0 {
+					close(done)
+					continue
+				}
+				out <- hopTok{t.left - 1, time.Now()}
+			}
+		}()
+	}
+	ready.Wait()
+
+	b.Start()
+	chans[0] <- hopTok{hops - 1, time.Now()}
+	<-done
+	b.Stop()
+	child.stop()
+
+	for _, c := range chans {
+		close(c)
+	}
+	exited.Wait()
+	b.SetOps(hops)
+	b.Extra("n", n)
+	withQuantiles(b, h)
+}
+
+// Burst parameters (goro-bench: BURST_TASKS, BURST_GAP).
+const (
+	burstTasks = 1000
+	burstGap   = 500 * time.Microsecond
+)
+
+// burstSink keeps shortWork's result observable (almost never written).
+var burstSink atomic.Uint64
+
+// shortWork is about half a microsecond of dependent arithmetic (500
+// multiply-adds, goro-bench's short_work) that the compiler cannot remove.
+func shortWork(seed uint64) {
+	x := seed
+	for i := uint64(0); i < 500; i++ {
+		x = x*6364136223846793005 + i
+	}
+	if x == 0 {
+		burstSink.Add(1)
+	}
+}
+
+// burst — burst/procs=16, burst/procs=64 (seed 002).
+//
+// Always runs at GOMAXPROCS 16 or 64 (the name says which; main overrides
+// -procs via fixProcs, as goro-bench's fixed_procs does), far above the
+// cores. B bursts; in each, the benchmark goroutine spawns 1000 short
+// goroutines (shortWork, ~0.5 µs each), waits for all of them on a
+// WaitGroup, then idles 500 µs, so every P runs out of work, its M spins
+// looking for some and parks. One op = one short goroutine; the gaps are
+// inside the measured region (0.5 ns/op per µs of gap).
+// The gap: goro-bench waits for a thread of its blocking pool doing
+// std::thread::sleep(500 µs), the benchmark task parked meanwhile. Go has no
+// such pool in reach, so the benchmark goroutine calls time.Sleep(500 µs):
+// it parks on a runtime timer, and the P whose heap holds the timer wakes
+// (in netpoll with a timeout, or sysmon) to run it. Either way every P is
+// idle for the gap and the next burst starts from one woken goroutine; the
+// wake-up source differs (a runtime timer here, a finished OS sleep there).
+// Go also rounds the wait of an idle runtime up to whole milliseconds (the
+// netpoller's epoll_pwait takes a timeout in ms), so a 500 µs Sleep with
+// every P idle lasts about 1.1 ms, where the OS sleep lasts about 0.55 ms:
+// gap_avg_us (Go only) is the mean measured gap, to subtract when comparing
+// (each µs of gap is 1 ns/op).
+// goro's find_runnable_share / steal_share extras have no Go counterpart.
+// Extras: tasks_per_burst, gap_us (nominal), gap_avg_us.
+// Ops: B × 1000 with B = 200 normal (200,000), 40 quick (40,000).
+func burst(b *B) {
+	bursts := b.Size(200, 40)
+	var slept time.Duration
+	b.Start()
+	for k := 0; k < bursts; k++ {
+		var wg sync.WaitGroup
+		wg.Add(burstTasks)
+		for t := 0; t < burstTasks; t++ {
+			seed := uint64(k) ^ uint64(t)
+			go func() {
+				shortWork(seed)
+				wg.Done()
+			}()
+		}
+		wg.Wait()
+		t0 := time.Now()
+		time.Sleep(burstGap)
+		slept += time.Since(t0)
+	}
+	b.Stop()
+	b.SetOps(bursts * burstTasks)
+	b.Extra("tasks_per_burst", burstTasks)
+	b.Extra("gap_us", burstGap.Microseconds())
+	b.Extra("gap_avg_us", round2(float64(slept.Nanoseconds())/1e3/float64(bursts)))
+}
+
+// idleTasks is the number of goroutines parked in idle_cpu.
+const idleTasks = 10_000
+
+// idleCPU — idle_cpu (seed 000).
+//
+// 10,000 goroutines, each with its own unbuffered channel and its own
+// time.NewTimer(1h), parked in `select { case <-ch: case <-timer.C: }` (so
+// 10,000 timers an hour away are armed, spread over the Ps), then
+// timer.Stop(). After a settling pause of 50 ms, the benchmark goroutine
+// sleeps through the idle period (2 s normal, 0.5 s quick) so the runtime has
+// nothing to run. goro-bench waits on a blocking-pool thread's
+// std::thread::sleep for both pauses; here the benchmark goroutine calls
+// time.Sleep (one more runtime timer, firing once at the end). One op = one
+// idle millisecond: cpu_ns_per_op is the CPU burnt per idle ms (sysmon, the
+// scavenger, timer and netpoll wake-ups); extras cpu_ms_per_s and
+// wakeups_per_s (voluntary context switches of the process per second ≈
+// thread wakeups, getrusage Nvcsw), tasks, timers. Teardown closes every
+// channel and waits for the 10,000 goroutines to return.
+// Ops: 2,000 normal, 500 quick.
+func idleCPU(b *B) {
+	idleMs := b.Size(2_000, 500)
+	chans := make([]chan struct{}, idleTasks)
+	var ready, exited sync.WaitGroup
+	ready.Add(idleTasks)
+	exited.Add(idleTasks)
+	for i := range chans {
+		ch := make(chan struct{})
+		chans[i] = ch
+		go func() {
+			defer exited.Done()
+			timer := time.NewTimer(time.Hour)
+			ready.Done()
+			select {
+			case <-ch:
+			case <-timer.C:
+			}
+			timer.Stop()
+		}()
+	}
+	ready.Wait()
+	time.Sleep(50 * time.Millisecond)
+
+	b.Start()
+	time.Sleep(time.Duration(idleMs) * time.Millisecond)
+	b.Stop()
+
+	for _, ch := range chans {
+		close(ch)
+	}
+	exited.Wait()
+	secs := float64(b.wallNs) / 1e9
+	b.SetOps(idleMs)
+	b.Extra("tasks", idleTasks)
+	b.Extra("timers", idleTasks)
+	b.Extra("cpu_ms_per_s", round2(float64(b.cpuNs)/1e6/secs))
+	b.Extra("wakeups_per_s", round2(float64(b.nvcsw)/secs))
 }

@@ -6,7 +6,8 @@
 //! shape: `name  old time/op  new time/op  delta`, with ± the larger
 //! distance from the median to min or max, and a Mann-Whitney U p-value;
 //! the delta is `~` when p > 0.05. A cpu/op table follows, then the seed's
-//! own metrics (p99 for 000, find-runnable share for 002, ...).
+//! own metrics (p99 for 000, timer lateness for 001, find-runnable share
+//! for 002, ...).
 
 use crate::gobench::GoBench;
 use crate::harness::{self, Contender, Kind, Measurement, Opts, Ui};
@@ -56,7 +57,7 @@ pub const SEEDS: &[Seed] = &[
         before: "timers=global",
         procs: Some(&[1, 2, 4]),
         issue: "timers",
-        extras: &[],
+        extras: &["avg_late_ns", "max_late_ns", "overhead_ratio"],
     },
     Seed {
         id: "002",

@@ -1,5 +1,5 @@
 //! The workloads, one file per group of BENCHMARKS.md (`sched.rs`,
-//! `chan.rs`; later `time.rs`, `pool.rs`, `net.rs`).
+//! `chan.rs`, `time.rs`; later `pool.rs`, `net.rs`).
 //!
 //! # Adding a workload
 //!
@@ -24,6 +24,7 @@
 
 pub mod chan;
 pub mod sched;
+pub mod time;
 
 use crate::registry::Workload;
 
@@ -31,6 +32,7 @@ use crate::registry::Workload;
 pub fn register(v: &mut Vec<Workload>) {
     sched::register(v);
     chan::register(v);
+    time::register(v);
     if std::env::var_os("GORO_BENCH_FAULTS").is_some() {
         faults(v);
     }

@@ -95,7 +95,6 @@ pub fn register(v: &mut Vec<Workload>) {
             .fixed_procs(procs)
             .goro(Ok(body(burst::<Goro>)))
             .tokio(Ok(body(burst::<Tokio>)))
-            .no_go("no Go twin in bench/go (burst)")
             .show(&["find_runnable_share", "steal_share"]),
         );
     }
@@ -104,7 +103,6 @@ pub fn register(v: &mut Vec<Workload>) {
             .seed("000")
             .goro(Ok(body(goro_side::idle_cpu)))
             .tokio(Ok(body(tokio_side::idle_cpu)))
-            .no_go("no Go twin in bench/go (idle_cpu)")
             .show(&["cpu_ms_per_s", "wakeups_per_s"]),
     );
     v.push(
@@ -117,7 +115,6 @@ pub fn register(v: &mut Vec<Workload>) {
         .seed("000")
         .goro(Ok(body(|c| goro_side::ping_pong(c, Some("ping_pong")))))
         .tokio(Ok(body(|c| tokio_side::ping_pong(c, Some("ping_pong")))))
-        .no_go("no Go twin in bench/go (oversub)")
         .show(&["p50_ns", "p99_ns", "p999_ns"]),
     );
     v.push(
@@ -125,7 +122,6 @@ pub fn register(v: &mut Vec<Workload>) {
             .seed("000")
             .goro(Ok(body(goro_side::oversub_ring)))
             .tokio(Ok(body(tokio_side::oversub_ring)))
-            .no_go("no Go twin in bench/go (oversub)")
             .show(&["p50_ns", "p99_ns", "p999_ns"]),
     );
 }
@@ -434,7 +430,7 @@ mod goro_side {
         with_quantiles(RunOut::new(hops, meas).extra("n", n as f64), &hist)
     }
 
-    /// idle_cpu (seed 000; no Go twin).
+    /// idle_cpu (seed 000).
     ///
     /// 10,000 tasks each parked in a `select!` on a receive from its own
     /// rendezvous channel and a one-hour timer (so 10,000 timers an hour
