@@ -102,7 +102,10 @@ fn main() {
         .next()
         .map(|s| s.parse().expect("RUNS: a positive integer"))
         .unwrap_or(5);
-    assert!(rounds >= 1 && runs >= 1, "ROUNDS and RUNS must be at least 1");
+    assert!(
+        rounds >= 1 && runs >= 1,
+        "ROUNDS and RUNS must be at least 1"
+    );
     for procs in [1, 2] {
         row("ping_pong", procs, runs, |rt| {
             rt.block_on(rt.spawn(ping_pong(rounds))).unwrap()
