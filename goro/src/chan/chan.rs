@@ -21,6 +21,9 @@
 //!    \--abort (owner: cancelled, or select retrying)--> ABORTED
 //! ```
 //!
+//! (A plain waiter goes from `WAITING` to `DONE(0)` in one store: its state
+//! changes only under its one channel's lock, so the claim is a load.)
+//!
 //! Whoever moves a signal out of `WAITING` owns the operation. A completer
 //! (the counterpart send or recv, or `close`) dequeues the waiter and claims
 //! it *under the lock of the channel the waiter is queued on*, moves the
@@ -156,6 +159,7 @@ pub struct Signal {
 unsafe impl Sync for Signal {}
 
 impl Signal {
+    #[inline]
     pub(crate) fn new(waker: Waker) -> Signal {
         Signal {
             state: AtomicUsize::new(WAITING),
@@ -166,6 +170,7 @@ impl Signal {
     /// Claims a waiting operation for `case`. Only one claim (or abort) ever
     /// succeeds. The caller holds the lock of the channel the waiter is queued
     /// on and must call [`Signal::finish`] before releasing it.
+    #[inline]
     fn try_claim(&self, case: usize) -> bool {
         // AcqRel: Acquire makes the owner's set-up (the waker and slot
         // written before the waiter was queued or re-registered) visible to
@@ -180,13 +185,16 @@ impl Signal {
     ///
     /// # Safety
     ///
-    /// The caller won [`Signal::try_claim`] and has not yet called
-    /// [`Signal::finish`].
+    /// The caller won the claim ([`Waiter::try_claim`]) and has not yet
+    /// called [`Signal::finish`].
+    #[inline]
     unsafe fn take_waker(&self) -> Option<Waker> {
         // SAFETY: the won claim makes this thread the only one that may touch
-        // the waker until `finish`: other completers lost the CAS, and the
-        // owner touches it only while `WAITING` (which is over) or before the
-        // signal was shared (which happened-before the claim's Acquire).
+        // the waker until `finish`: other completers lost the CAS (or, for a
+        // plain waiter, wait for the channel lock we hold), and the owner
+        // touches it only before the signal was shared (which happened-before
+        // the claim's Acquire or the lock) or, for a plain waiter, under the
+        // lock we hold.
         self.waker.with_mut(|w| unsafe { (*w).take() })
     }
 
@@ -206,6 +214,7 @@ impl Signal {
 
     /// Publishes the completion of a claimed operation. After this store the
     /// owner may free the waiter: the caller must not touch it again.
+    #[inline]
     fn finish(&self, case: usize) {
         // Release: pairs with the Acquire load in `done_case`; the owner reads
         // the slot only after seeing DONE, so the slot write must precede it.
@@ -216,6 +225,7 @@ impl Signal {
     /// `Err(Some(case))` if a completer claimed it for `case` (it may not be
     /// `DONE` yet: that completer holds the lock of `case`'s channel until
     /// it is); `Err(None)` if it was already aborted.
+    #[inline]
     pub(crate) fn abort(&self) -> Result<(), Option<usize>> {
         // AcqRel: symmetric with `try_claim`; exactly one of them wins. The
         // Acquire on failure pairs with `finish` when the state read is DONE.
@@ -226,6 +236,7 @@ impl Signal {
     }
 
     /// The case that completed the operation, once it is `DONE`.
+    #[inline]
     pub(crate) fn done_case(&self) -> Option<usize> {
         // Acquire: pairs with the Release store in `finish`.
         let s = self.state.load(Ordering::Acquire);
@@ -233,6 +244,7 @@ impl Signal {
     }
 
     /// Whether nobody has claimed or aborted the operation yet (a hint).
+    #[inline]
     fn is_waiting(&self) -> bool {
         self.state.load(Ordering::Acquire) == WAITING
     }
@@ -248,6 +260,7 @@ impl WakerId {
     /// For a `select`'s waiters, whose `Select` tracks its waker itself.
     pub(crate) const UNUSED: WakerId = WakerId(0, 0);
 
+    #[inline]
     pub(crate) fn of(w: &Waker) -> WakerId {
         WakerId(w.data() as usize, std::ptr::from_ref(w.vtable()) as usize)
     }
@@ -301,6 +314,24 @@ impl<T> Waiter<T> {
         match &self.signal {
             SignalRef::Own(s) => s,
             SignalRef::Shared(s) => s,
+        }
+    }
+
+    /// Claims this waiter for its case; the caller holds the lock of the
+    /// channel it is queued on and must [`Claimed::finish`] under it.
+    #[inline]
+    fn try_claim(&self) -> bool {
+        match &self.signal {
+            // A plain waiter's state changes only under the lock of its one
+            // channel, which the caller holds, so a load decides the claim
+            // and no CLAIMED store is needed: nobody can look at the state
+            // between now and our DONE except under this lock (the owner
+            // reads it unlocked only to look for DONE). Relaxed: the lock
+            // orders it after the owner's set-up and any abort. (An owner
+            // aborts and removes its entry in one critical section, so a
+            // queued plain waiter is always WAITING; the check is cheap.)
+            SignalRef::Own(s) => s.state.load(Ordering::Relaxed) == WAITING,
+            SignalRef::Shared(s) => s.try_claim(self.case),
         }
     }
 
@@ -480,8 +511,7 @@ impl<T> WaitQueue<T> {
         if me.is_none() {
             // Plain operations: the common case, a queue of live waiters.
             while let Some(e) = self.entries.pop_front() {
-                let w = e.waiter();
-                if w.signal().try_claim(w.case) {
+                if e.waiter().try_claim() {
                     return Some(Claimed { waiter: e.waiter });
                 }
             }
@@ -494,8 +524,7 @@ impl<T> WaitQueue<T> {
                 continue;
             }
             let e = self.entries.remove(i).expect("index checked against len");
-            let w = e.waiter();
-            if w.signal().try_claim(w.case) {
+            if e.waiter().try_claim() {
                 return Some(Claimed { waiter: e.waiter });
             }
         }
@@ -603,8 +632,7 @@ impl<T> Chan<T> {
             // this channel afterwards always sees DONE. Dead entries are
             // simply forgotten: their owners free them.
             for e in recvq.into_iter().chain(sendq) {
-                let w = e.waiter();
-                if w.signal().try_claim(w.case) {
+                if e.waiter().try_claim() {
                     woken.extend(Claimed { waiter: e.waiter }.finish());
                 }
             }
