@@ -449,9 +449,164 @@ impl<T> Parked<T> {
     ///
     /// No queue holds the waiter and no completer will touch it again.
     unsafe fn free(self) {
-        // SAFETY: the block came from `Box::into_raw` in `WaitQueue::push`
+        // SAFETY: the block came from `blocks::new` in `WaitQueue::push`
         // and the caller guarantees this is the last access.
-        drop(unsafe { Box::from_raw(self.waiter.as_ptr()) });
+        unsafe { blocks::free(self.waiter) };
+    }
+}
+
+/// Heap blocks for waiters, with Go's sudog cache: a park allocates one and
+/// the owner frees it, a few hundred nanoseconds apart and usually on the
+/// same thread, so each thread keeps a few freed blocks for its next parks.
+/// Every waiter that fits in [`blocks::BLOCK`] is allocated with exactly that
+/// layout (cached or not), so a block freed on another thread, into that
+/// thread's cache or to the allocator, is always freed with the layout it
+/// was allocated with. Bigger waiters are plain boxes. Under loom the cache
+/// is off (model threads share one OS thread's thread-locals).
+///
+/// A cached block is the 16 most recently freed per thread at most; memory
+/// held for nothing is at most 2 KiB per thread, freed when it exits.
+mod blocks {
+    use std::alloc::Layout;
+    use std::ptr::NonNull;
+
+    /// The layout of every cached block: the waiter of a value up to about
+    /// 80 bytes (a waiter of a `u64` is 56).
+    pub(super) const BLOCK: Layout = match Layout::from_size_align(128, 16) {
+        Ok(l) => l,
+        Err(_) => panic!("a valid layout"),
+    };
+
+    /// Whether `W`s live in `BLOCK`s.
+    const fn fits<W>() -> bool {
+        let l = Layout::new::<W>();
+        l.size() <= BLOCK.size() && l.align() <= BLOCK.align() && l.size() > 0
+    }
+
+    /// Moves `w` to the heap.
+    pub(super) fn new<W>(w: W) -> NonNull<W> {
+        if !fits::<W>() {
+            return NonNull::from(Box::leak(Box::new(w)));
+        }
+        let p = cache::take().cast::<W>();
+        // SAFETY: `p` is a live, unaliased allocation of `BLOCK`, which is at
+        // least as large and as aligned as `W` (`fits`).
+        unsafe { p.as_ptr().write(w) };
+        p
+    }
+
+    /// Drops and frees a block made by [`new`].
+    ///
+    /// # Safety
+    ///
+    /// `p` came from `new::<W>` and is not used again.
+    pub(super) unsafe fn free<W>(p: NonNull<W>) {
+        if !fits::<W>() {
+            // SAFETY: made by `Box::leak` in `new`; the caller's last use.
+            drop(unsafe { Box::from_raw(p.as_ptr()) });
+            return;
+        }
+        // SAFETY: `new` wrote a `W` there; the caller's last use.
+        unsafe { std::ptr::drop_in_place(p.as_ptr()) };
+        // SAFETY: an allocation of `BLOCK`, now holding nothing.
+        unsafe { cache::put(p.cast()) };
+    }
+
+    #[cfg(not(loom))]
+    mod cache {
+        use super::BLOCK;
+        use std::cell::Cell;
+        use std::ptr::NonNull;
+
+        /// Freed blocks kept per thread.
+        const KEPT: usize = 16;
+
+        struct Cache {
+            len: Cell<usize>,
+            blocks: [Cell<*mut u8>; KEPT],
+        }
+
+        impl Drop for Cache {
+            fn drop(&mut self) {
+                for b in &self.blocks[..self.len.get()] {
+                    // SAFETY: every cached block is an unused allocation of
+                    // `BLOCK` owned by the cache.
+                    unsafe { std::alloc::dealloc(b.get(), BLOCK) };
+                }
+            }
+        }
+
+        thread_local! {
+            static CACHE: Cache = const {
+                Cache {
+                    len: Cell::new(0),
+                    blocks: [const { Cell::new(std::ptr::null_mut()) }; KEPT],
+                }
+            };
+        }
+
+        /// A block of `BLOCK` layout: a cached one, else a new one.
+        pub(super) fn take() -> NonNull<u8> {
+            let cached = CACHE
+                .try_with(|c| match c.len.get() {
+                    0 => std::ptr::null_mut(),
+                    n => {
+                        c.len.set(n - 1);
+                        c.blocks[n - 1].get()
+                    }
+                })
+                .unwrap_or(std::ptr::null_mut());
+            NonNull::new(cached).unwrap_or_else(|| {
+                // SAFETY: `BLOCK` has a non-zero size.
+                let p = unsafe { std::alloc::alloc(BLOCK) };
+                NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(BLOCK))
+            })
+        }
+
+        /// Keeps `b` for a later `take`, or frees it if the cache is full
+        /// (or this thread's cache is already gone).
+        ///
+        /// # Safety
+        ///
+        /// `b` is an unused allocation of `BLOCK`, given up by the caller.
+        pub(super) unsafe fn put(b: NonNull<u8>) {
+            let kept = CACHE
+                .try_with(|c| {
+                    let n = c.len.get();
+                    if n == KEPT {
+                        return false;
+                    }
+                    c.blocks[n].set(b.as_ptr());
+                    c.len.set(n + 1);
+                    true
+                })
+                .unwrap_or(false);
+            if !kept {
+                // SAFETY: the caller gives up an allocation of `BLOCK`.
+                unsafe { std::alloc::dealloc(b.as_ptr(), BLOCK) };
+            }
+        }
+    }
+
+    /// Under loom: no cache, every block straight from the allocator.
+    #[cfg(loom)]
+    mod cache {
+        use super::BLOCK;
+        use std::ptr::NonNull;
+
+        pub(super) fn take() -> NonNull<u8> {
+            // SAFETY: `BLOCK` has a non-zero size.
+            let p = unsafe { std::alloc::alloc(BLOCK) };
+            NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(BLOCK))
+        }
+
+        /// # Safety
+        ///
+        /// `b` is an unused allocation of `BLOCK`, given up by the caller.
+        pub(super) unsafe fn put(b: NonNull<u8>) {
+            // SAFETY: the caller gives up an allocation of `BLOCK`.
+            unsafe { std::alloc::dealloc(b.as_ptr(), BLOCK) };
+        }
     }
 }
 
@@ -492,7 +647,7 @@ impl<T> WaitQueue<T> {
     fn push(&mut self, waiter: Waiter<T>, waker: WakerId) -> Parked<T> {
         let id = self.next_id;
         self.next_id += 1;
-        let waiter = NonNull::from(Box::leak(Box::new(waiter)));
+        let waiter = blocks::new(waiter);
         self.entries.push_back(Entry { id, waiter });
         Parked { waiter, id, waker }
     }
