@@ -79,9 +79,8 @@ fn waiters_across_threads_lose_and_duplicate_nothing() {
                             // Park, then give up: the value must come back
                             // out of the waiter (or have been taken).
                             let mut send = tx.send(v);
-                            if let Poll::Pending = poll_once(&mut send) {
-                                drop(send);
-                            }
+                            let _ = poll_once(&mut send);
+                            drop(send);
                         } else {
                             tx.send_blocking(v).unwrap();
                         }
@@ -102,7 +101,7 @@ fn waiters_across_threads_lose_and_duplicate_nothing() {
                             Poll::Ready(Err(RecvError)) => return n,
                             Poll::Pending => {
                                 // Sometimes cancel, sometimes wait it out.
-                                if n % 3 == 0 {
+                                if n.is_multiple_of(3) {
                                     drop(recv);
                                 } else {
                                     match futures::executor::block_on(recv) {
