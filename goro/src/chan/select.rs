@@ -58,6 +58,15 @@
 //! 4. **Woken**: the signal says `DONE(case)`. Take the result from that
 //!    case's waiter slot and remove the waiters of all other cases.
 //!
+//! A parked select polled with a different waker than the one its signal
+//! holds (the future moved to another task) cannot swap the waker in place:
+//! the signal is shared by several channels and a completer on any of them
+//! may be taking it. It aborts instead and starts over at pass 1 (parking
+//! again with the new waker). If the abort loses, a completer claimed the
+//! select; if that one has not stored `DONE` yet, the select waits it out by
+//! taking the lock of the winning case's channel, which the completer holds
+//! until `DONE`.
+//!
 //! # Why one lock at a time, not Go's `sellock`
 //!
 //! Go locks every channel of a select at once, in address order, so that
@@ -90,7 +99,8 @@
 //!   completes us takes the value straight from our slot.
 //!
 //! Allocation: pass 1 allocates nothing; parking allocates the signal and
-//! one waiter per case (Go allocates sudogs from a per-P cache).
+//! takes one waiter block per case from the per-thread block cache (Go's
+//! per-P sudog cache; see `chan.rs`).
 
 use std::future::Future;
 use std::pin::Pin;
