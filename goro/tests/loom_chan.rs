@@ -10,6 +10,15 @@
 //! overrides the bound. Each model was checked to fail on a planted bug
 //! (a dropped put-back on cancellation; a registration pass blind to a
 //! parked counterpart).
+//!
+//! A waiter's slot and waker are loom `UnsafeCell`s, so every model also
+//! checks that each access to them is ordered by the protocol. The last
+//! four models target that directly: an owner that spins instead of
+//! sleeping on its waker (only `DONE`'s Release/Acquire orders its read of
+//! the slot), and parked send/recv/select re-polled with a new waker (the
+//! waker swap under the channel lock; the select's abort-and-retry). They
+//! fail on a planted `Relaxed` `DONE` store and on a waker swap without the
+//! lock.
 #![cfg(loom)]
 
 use std::future::Future;
