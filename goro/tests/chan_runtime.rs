@@ -29,7 +29,7 @@ fn ring(procs: usize, n: usize, hops: u64, cap: usize) -> u64 {
         let mut got = 0;
         while got < hops {
             got = last_rx.recv().await.unwrap();
-            if got + n as u64 - 1 >= hops {
+            if got + n as u64 > hops {
                 break;
             }
             first_tx.send(got + 1).await.unwrap();

@@ -10,6 +10,15 @@
 //! overrides the bound. Each model was checked to fail on a planted bug
 //! (a dropped put-back on cancellation; a registration pass blind to a
 //! parked counterpart).
+//!
+//! A waiter's slot and waker are loom `UnsafeCell`s, so every model also
+//! checks that each access to them is ordered by the protocol. The last
+//! four models target that directly: an owner that spins instead of
+//! sleeping on its waker (only `DONE`'s Release/Acquire orders its read of
+//! the slot), and parked send/recv/select re-polled with a new waker (the
+//! waker swap under the channel lock; the select's abort-and-retry). They
+//! fail on a planted `Relaxed` `DONE` store and on a waker swap without the
+//! lock.
 #![cfg(loom)]
 
 use std::future::Future;
@@ -300,6 +309,96 @@ fn cancelled_select_loses_no_value() {
             rx_b.try_recv(),
             Err(TryRecvError::Empty),
             "no waiter left behind on b"
+        );
+    });
+}
+
+/// Polls `fut` until it is ready without ever sleeping on a waker (a noop
+/// waker, yielding between polls): the owner then learns of its completion
+/// only through the signal's Release/Acquire pair, not through a waker's
+/// lock, so a missing `Release` on `DONE` is a data race on the slot.
+fn spin_on<F: Future + Unpin>(fut: &mut F) -> F::Output {
+    loop {
+        if let Poll::Ready(v) = poll_once(fut) {
+            return v;
+        }
+        thread::yield_now();
+    }
+}
+
+#[test]
+fn a_spinning_owner_reads_the_slot_after_done() {
+    for cap in [0, 1] {
+        loom::model(move || {
+            let (tx, rx) = chan::bounded::<u8>(cap);
+            if cap == 1 {
+                tx.try_send(1).unwrap();
+            }
+            let tx2 = tx.clone();
+            // A parked sender (cap 1: behind the buffered 1) and a parked
+            // receiver's counterpart, both completed by the other thread.
+            let t = thread::spawn(move || {
+                let mut send = tx2.send(2);
+                spin_on(&mut send)
+            });
+            let mut got = Vec::new();
+            while got.len() < cap + 1 {
+                let mut recv = rx.recv();
+                got.push(spin_on(&mut recv).unwrap());
+            }
+            assert_eq!(t.join().unwrap(), Ok(()));
+            let want: &[u8] = if cap == 0 { &[2] } else { &[1, 2] };
+            assert_eq!(got, want);
+            drop(tx);
+        });
+    }
+}
+
+#[test]
+fn a_parked_recv_polled_with_a_new_waker_is_woken_through_it() {
+    loom::model(|| {
+        let (tx, rx) = chan::bounded::<u8>(0);
+        let mut recv = rx.recv();
+        // Parked with a waker nobody listens to (the future then "moves to
+        // another task"): the send must wake the waker of the later poll.
+        assert!(poll_once(&mut recv).is_pending());
+        let t = thread::spawn(move || block_on(tx.send(4)));
+        assert_eq!(block_on(recv), Ok(4));
+        assert_eq!(t.join().unwrap(), Ok(()));
+    });
+}
+
+#[test]
+fn a_parked_send_polled_with_a_new_waker_is_woken_through_it() {
+    loom::model(|| {
+        let (tx, rx) = chan::bounded::<u8>(0);
+        let mut send = tx.send(6);
+        assert!(poll_once(&mut send).is_pending());
+        let t = thread::spawn(move || block_on(rx.recv()));
+        assert_eq!(block_on(send), Ok(()));
+        assert_eq!(t.join().unwrap(), Ok(6));
+    });
+}
+
+#[test]
+fn a_parked_select_polled_with_a_new_waker_is_woken_through_it() {
+    model_bounded(4, || {
+        let (tx_a, rx_a) = chan::bounded::<u8>(0);
+        let (_tx_b, rx_b) = chan::bounded::<u8>(0);
+        let mut sel = Box::pin(async {
+            goro::select! {
+                recv(rx_a) -> m => m,
+                recv(rx_b) -> m => m,
+            }
+        });
+        assert!(poll_once(&mut sel).is_pending(), "nothing sent yet");
+        let t = thread::spawn(move || block_on(tx_a.send(8)));
+        assert_eq!(block_on(sel), Ok(8));
+        assert_eq!(t.join().unwrap(), Ok(()));
+        assert_eq!(
+            rx_b.try_recv(),
+            Err(TryRecvError::Empty),
+            "no waiter left on b"
         );
     });
 }

@@ -58,6 +58,15 @@
 //! 4. **Woken**: the signal says `DONE(case)`. Take the result from that
 //!    case's waiter slot and remove the waiters of all other cases.
 //!
+//! A parked select polled with a different waker than the one its signal
+//! holds (the future moved to another task) cannot swap the waker in place:
+//! the signal is shared by several channels and a completer on any of them
+//! may be taking it. It aborts instead and starts over at pass 1 (parking
+//! again with the new waker). If the abort loses, a completer claimed the
+//! select; if that one has not stored `DONE` yet, the select waits it out by
+//! taking the lock of the winning case's channel, which the completer holds
+//! until `DONE`.
+//!
 //! # Why one lock at a time, not Go's `sellock`
 //!
 //! Go locks every channel of a select at once, in address order, so that
@@ -90,13 +99,14 @@
 //!   completes us takes the value straight from our slot.
 //!
 //! Allocation: pass 1 allocates nothing; parking allocates the signal and
-//! one waiter per case (Go allocates sudogs from a per-P cache).
+//! takes one waiter block per case from the per-thread block cache (Go's
+//! per-P sudog cache; see `chan.rs`).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::chan::{wake, Chan, Parked, Signal, Waiter};
+use super::chan::{wake, Chan, Parked, Signal, Waiter, WakerId};
 use super::{Receiver, RecvError, SendError, Sender, TryRecvError, TrySendError};
 use crate::loom::Arc;
 
@@ -120,6 +130,8 @@ pub trait Case: sealed::Sealed + Send {
     fn unregister(&mut self);
     /// This case won: takes its result from its waiter.
     fn complete(&mut self);
+    /// Waits until no completer is inside this case's channel (its lock).
+    fn sync(&mut self);
 }
 
 /// A `recv(rx) -> msg` case. Macro plumbing for [`select!`](crate::select!).
@@ -181,7 +193,7 @@ impl<T: Send> Case for RecvCase<'_, T> {
             return true;
         }
         let w = Waiter::for_select(signal.clone(), index, None);
-        self.parked = Some(self.chan.park_recv_locked(&mut inner, w));
+        self.parked = Some(self.chan.park_recv_locked(&mut inner, w, WakerId::UNUSED));
         false
     }
 
@@ -195,7 +207,11 @@ impl<T: Send> Case for RecvCase<'_, T> {
 
     fn complete(&mut self) {
         let p = self.parked.take().expect("the winning case is parked");
-        self.result = Some(p.waiter.take_slot().ok_or(RecvError));
+        self.result = Some(p.take_done().ok_or(RecvError));
+    }
+
+    fn sync(&mut self) {
+        drop(self.chan.lock());
     }
 }
 
@@ -279,7 +295,7 @@ impl<T: Send> Case for SendCase<'_, T> {
             return true;
         }
         let w = Waiter::for_select(signal.clone(), index, self.value.take());
-        self.parked = Some(self.chan.park_send_locked(&mut inner, w));
+        self.parked = Some(self.chan.park_send_locked(&mut inner, w, WakerId::UNUSED));
         false
     }
 
@@ -293,10 +309,14 @@ impl<T: Send> Case for SendCase<'_, T> {
 
     fn complete(&mut self) {
         let p = self.parked.take().expect("the winning case is parked");
-        self.result = Some(match p.waiter.take_slot() {
+        self.result = Some(match p.take_done() {
             None => Ok(()),
             Some(v) => Err(SendError(v)),
         });
+    }
+
+    fn sync(&mut self) {
+        drop(self.chan.lock());
     }
 }
 
@@ -381,6 +401,8 @@ pub struct Select<'a, const N: usize> {
     cases: [&'a mut (dyn Case + 'a); N],
     /// Set while parked (pass 2 done, waiting to be completed).
     signal: Option<Arc<Signal>>,
+    /// The waker the parked signal holds.
+    waker: WakerId,
     done: bool,
 }
 
@@ -390,6 +412,7 @@ impl<'a, const N: usize> Select<'a, N> {
         Select {
             cases,
             signal: None,
+            waker: WakerId::UNUSED,
             done: false,
         }
     }
@@ -413,12 +436,32 @@ impl<const N: usize> Future for Select<'_, N> {
         loop {
             // 4. Woken (or checking right after parking).
             if let Some(signal) = &this.signal {
-                let Some(won) = signal.poll_done(cx) else {
-                    return Poll::Pending;
+                let won = match signal.done_case() {
+                    Some(won) => won,
+                    None if WakerId::of(cx.waker()) == this.waker => return Poll::Pending,
+                    // Polled with another waker than the one registered: the
+                    // signal is shared by several channels, so it cannot be
+                    // swapped under one lock. Abort and register again.
+                    None => match signal.abort() {
+                        Ok(()) => {
+                            this.unregister_all();
+                            this.signal = None;
+                            continue;
+                        }
+                        Err(won) => {
+                            let won = won.expect("only the select aborts its signal");
+                            if signal.done_case().is_none() {
+                                // Claimed, not yet DONE: its completer holds
+                                // that case's channel lock until it is.
+                                this.cases[won].sync();
+                            }
+                            won
+                        }
+                    },
                 };
-                this.signal = None;
                 this.cases[won].complete();
                 this.unregister_all();
+                this.signal = None;
                 this.done = true;
                 return Poll::Ready(won);
             }
@@ -432,6 +475,7 @@ impl<const N: usize> Future for Select<'_, N> {
 
             // 2. Park on every channel, re-checking each under its lock.
             let signal = Arc::new(Signal::new(cx.waker().clone()));
+            this.waker = WakerId::of(cx.waker());
             let became_ready = order.iter().any(|&i| this.cases[i].register(&signal, i));
             this.signal = Some(signal);
             if !became_ready {
@@ -443,8 +487,8 @@ impl<const N: usize> Future for Select<'_, N> {
             if signal.abort().is_err() {
                 continue; // to 4
             }
-            this.signal = None;
             this.unregister_all();
+            this.signal = None;
             retries += 1;
             if retries == MAX_RETRIES {
                 cx.waker().wake_by_ref();
