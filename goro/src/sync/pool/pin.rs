@@ -123,16 +123,21 @@ pub(crate) fn wait_for_readers<'a>(records: impl IntoIterator<Item = &'a PinReco
 
 /// A pinned section is a few dozen instructions with no user code and no
 /// locks, so it ends quickly unless its thread was descheduled: spin
-/// briefly, then yield, then sleep in short steps (seed 000).
+/// briefly, yield a few times, then sleep in steps doubling from 20 µs to
+/// 1 ms (seed 000). Yielding longer would cost a time slice per call on an
+/// oversubscribed machine, and the thread we wait for needs that CPU.
 fn backoff(rounds: &mut u32) {
     *rounds = rounds.saturating_add(1);
     #[cfg(loom)]
     crate::loom::spin_loop();
     #[cfg(not(loom))]
     match *rounds {
-        0..=63 => std::hint::spin_loop(),
-        64..=1063 => std::thread::yield_now(),
-        _ => std::thread::sleep(std::time::Duration::from_micros(50)),
+        0..=31 => std::hint::spin_loop(),
+        32..=39 => std::thread::yield_now(),
+        n => {
+            let us = 20u64 << (n - 40).min(6);
+            std::thread::sleep(std::time::Duration::from_micros(us.min(1000)));
+        }
     }
 }
 
