@@ -200,6 +200,13 @@ impl<T> Ring<T> {
     }
 }
 
+// SAFETY: the ring owns values of type T (Send) and moves them between
+// threads, never sharing `&T`; its slots are handed between producer and
+// consumers by the head/tail CAS and the `full` flag (see the module docs).
+unsafe impl<T: Send> Send for Ring<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Ring<T> {}
+
 impl<T> Drop for Ring<T> {
     fn drop(&mut self) {
         let (head, tail) = unpack(self.head_tail.load(Ordering::Relaxed));

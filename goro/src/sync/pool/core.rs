@@ -342,14 +342,6 @@ pub(crate) struct Retired<T> {
     lists: Vec<T>,
 }
 
-impl<T> Retired<T> {
-    /// Whether nothing went out.
-    #[cfg(test)]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.gens.iter().all(|g| g.is_null()) && self.lists.is_empty()
-    }
-}
-
 impl<T> Drop for Retired<T> {
     fn drop(&mut self) {
         for g in self.gens {

@@ -115,6 +115,15 @@ impl<T> Local<T> {
     }
 }
 
+impl<T> Drop for Local<T> {
+    fn drop(&mut self) {
+        // Through the cell, so that under loom a drop racing the owner's
+        // access (a broken grace period) is reported.
+        // SAFETY: exclusive access.
+        drop(self.private.with_mut(|p| unsafe { (*p).take() }));
+    }
+}
+
 // SAFETY: values move between threads (T: Send) and are never shared; the
 // private slot is accessed by one owner at a time (see `Local::put`).
 unsafe impl<T: Send> Send for Local<T> {}

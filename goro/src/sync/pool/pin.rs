@@ -81,11 +81,6 @@ impl PinRecord {
         }
     }
 
-    /// Whether a section is running (stats and tests only).
-    #[cfg(test)]
-    pub(crate) fn is_pinned(&self) -> bool {
-        self.seq.load(Ordering::Relaxed) & 1 == 1
-    }
 }
 
 /// A pinned section; leaving it (also by unwinding) unpins.
@@ -197,6 +192,7 @@ pub(crate) fn asymmetric() -> bool {
 }
 
 #[cfg(target_os = "linux")]
+#[cfg_attr(loom, allow(dead_code))]
 mod membarrier {
     const QUERY: libc::c_long = 0;
     const GLOBAL: libc::c_long = 1;
@@ -226,6 +222,7 @@ mod membarrier {
 }
 
 #[cfg(not(target_os = "linux"))]
+#[cfg_attr(loom, allow(dead_code))]
 mod membarrier {
     pub(super) fn register() -> bool {
         false
