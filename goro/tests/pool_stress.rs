@@ -31,7 +31,7 @@ fn runtime(procs: usize, victim: bool) -> Runtime {
 }
 
 /// Cycles the churn must overlap with before it may stop.
-const RACING_CYCLES: u64 = 100;
+const RACING_CYCLES: u64 = 50;
 
 /// A thread that cycles every pool until stopped.
 struct Cycler {
