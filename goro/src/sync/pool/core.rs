@@ -290,7 +290,7 @@ impl<T> PoolCore<T> {
         self.victim_empty.store(ptr::null_mut(), Ordering::Relaxed);
         let mut l = self.lock();
         let primary = std::mem::take(&mut l.primary);
-        let mut lists = std::mem::replace(&mut l.victim, Vec::new());
+        let mut lists = std::mem::take(&mut l.victim);
         if keep_victim {
             l.victim = primary;
         } else {
