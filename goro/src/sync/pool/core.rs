@@ -60,6 +60,7 @@ impl<'a> Who<'a> {
     /// # Safety
     /// For as long as this `Who` is used, the calling thread is the only one
     /// using `slot` and `pin` (it holds the P they belong to).
+    #[inline]
     pub(crate) unsafe fn owner(slot: Option<usize>, pin: &'a PinRecord) -> Who<'a> {
         Who {
             slot: slot.filter(|&s| s < MAX_SLOTS),
@@ -129,6 +130,7 @@ impl<T> PoolCore<T> {
     }
 
     /// Puts `v` into the current generation (own slot) or the list.
+    #[inline]
     pub(crate) fn put(&self, who: &Who<'_>, v: T) {
         if let (Some(slot), Some(rec)) = (who.slot, who.pin) {
             let _pin = rec.pin();
@@ -144,6 +146,7 @@ impl<T> PoolCore<T> {
 
     /// The primary generation, installing an empty one if there is none.
     /// Must be called pinned.
+    #[inline]
     fn primary_or_install(&self) -> *mut Gen<T> {
         // Acquire: pairs with the CAS that installed it (initialized Gen).
         let g = self.primary.load(Ordering::Acquire);
@@ -178,6 +181,7 @@ impl<T> PoolCore<T> {
     }
 
     /// Takes a value, searching in the order of the module docs.
+    #[inline]
     pub(crate) fn get(&self, who: &Who<'_>) -> Found<T> {
         if let Some(rec) = who.pin {
             let _pin = rec.pin();

@@ -75,6 +75,7 @@ impl<T> Local<T> {
     /// # Safety
     /// The caller owns this slot (holds its P, or is a loom model's owner
     /// thread) and no other thread owns it meanwhile.
+    #[inline]
     pub(crate) unsafe fn put(&self, v: T) {
         // SAFETY: the private slot is the owner's (caller's contract).
         let spill = self.private.with_mut(|p| unsafe {
@@ -95,6 +96,7 @@ impl<T> Local<T> {
     ///
     /// # Safety
     /// As for [`Local::put`].
+    #[inline]
     pub(crate) unsafe fn take_private(&self) -> Option<T> {
         // SAFETY: the private slot is the owner's (caller's contract).
         self.private.with_mut(|p| unsafe { (*p).take() })
@@ -162,10 +164,16 @@ impl<T> Gen<T> {
 
     /// Slot `slot`'s storage, allocating its chunk if needed. `slot` must be
     /// below `MAX_SLOTS`.
+    #[inline]
     pub(crate) fn local_or_alloc(&self, slot: usize) -> &Local<T> {
-        if let Some(l) = self.local(slot) {
-            return l;
+        match self.local(slot) {
+            Some(l) => l,
+            None => self.alloc_chunk(slot),
         }
+    }
+
+    #[cold]
+    fn alloc_chunk(&self, slot: usize) -> &Local<T> {
         let i = slot / CHUNK;
         let chunk: Box<[CachePadded<Local<T>>]> =
             (0..CHUNK).map(|_| CachePadded::new(Local::new())).collect();
@@ -238,7 +246,7 @@ impl ProcSlot {
     }
 
     /// The slot (None beyond `MAX_SLOTS`) and the pin record.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self) -> (Option<usize>, &'static PinRecord) {
         *self
             .ids

@@ -162,6 +162,7 @@ impl<T: Send + 'static> Pool<T> {
     /// assert_eq!(p.get(), 7);
     /// assert_eq!(p.get(), 0);
     /// ```
+    #[inline]
     pub fn get(&self) -> T {
         let found = with_here(|who, counts| {
             let found = self.shared.core.get(who);
@@ -195,6 +196,7 @@ impl<T: Send + 'static> Pool<T> {
     /// v.clear();
     /// p.put(v);
     /// ```
+    #[inline]
     pub fn put(&self, v: T) {
         with_here(|who, _| self.shared.core.put(who, v));
     }
@@ -266,7 +268,7 @@ std::thread_local! {
 
 /// Runs `f` with the caller's identity: the P it holds (slot, record,
 /// counters), or a guest record. `f` must not run user code.
-#[inline]
+#[inline(always)]
 fn with_here<R>(f: impl FnOnce(&Who<'_>, Counts<'_>) -> R) -> R {
     let (sched, p) = CTX
         .try_with(|c| (c.sched.get(), c.p.get()))
