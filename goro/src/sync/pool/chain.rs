@@ -350,10 +350,11 @@ impl<T> Chain<T> {
 
 impl<T> Drop for Chain<T> {
     fn drop(&mut self) {
-        // SAFETY: exclusive access; each ring was made by Box::into_raw and is
-        // reachable exactly once from `first` through `next`.
+        // SAFETY: exclusive access to `own`.
         let mut d = self.own.with(|own| unsafe { (*own).first });
         while !d.is_null() {
+            // SAFETY: exclusive access; each ring was made by Box::into_raw
+            // and is reachable exactly once from `first` through `next`.
             let ring = unsafe { Box::from_raw(d) };
             d = ring.next.load(Ordering::Relaxed);
             drop(ring);
