@@ -72,7 +72,11 @@ fn victim_on_values_survive_one_cycle_and_are_dropped_by_the_second() {
                 assert_eq!(ids, (0..100).collect::<Vec<_>>());
                 put_all(&p, back);
                 pool_cycle();
-                assert_eq!(l.dropped(), 0, "first cycle after the put moves them to the victim");
+                assert_eq!(
+                    l.dropped(),
+                    0,
+                    "first cycle after the put moves them to the victim"
+                );
                 pool_cycle();
                 assert_eq!(l.dropped(), 100, "second cycle drops them");
                 assert!(l.all_dropped());
@@ -85,7 +89,10 @@ fn victim_on_values_survive_one_cycle_and_are_dropped_by_the_second() {
         });
     });
     drop(pool);
-    assert!(ledger.all_dropped(), "dropping the pool dropped the last value");
+    assert!(
+        ledger.all_dropped(),
+        "dropping the pool dropped the last value"
+    );
     assert_eq!(ledger.double_drops(), 0);
 }
 
@@ -260,5 +267,8 @@ fn builder_rejects_a_zero_pool_cycle() {
         .build()
         .unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
-    assert!(e.to_string().contains("pool_cycle") && e.to_string().contains("accepted"), "{e}");
+    assert!(
+        e.to_string().contains("pool_cycle") && e.to_string().contains("accepted"),
+        "{e}"
+    );
 }

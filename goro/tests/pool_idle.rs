@@ -100,7 +100,9 @@ fn idle_runtime_cycles_pooled_values_out_then_sleeps() {
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     toucher.join().unwrap();
     drop(pool);
-    wait_until(Duration::from_secs(20), "the pool's values dropped with it", || {
-        ledger.all_dropped()
-    });
+    wait_until(
+        Duration::from_secs(20),
+        "the pool's values dropped with it",
+        || ledger.all_dropped(),
+    );
 }

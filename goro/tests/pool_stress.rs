@@ -96,7 +96,11 @@ async fn churn(pool: Arc<Pool<Tracked>>, iters: usize, seed: usize, cycles: Arc<
 
 fn check(ledger: &Ledger, what: &str) {
     wait_until(LIMIT, what, || ledger.all_dropped());
-    assert_eq!(ledger.double_drops(), 0, "{what}: a value was dropped twice");
+    assert_eq!(
+        ledger.double_drops(),
+        0,
+        "{what}: a value was dropped twice"
+    );
 }
 
 fn run_many_tasks(procs: usize, victim: bool) {

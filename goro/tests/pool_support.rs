@@ -59,7 +59,11 @@ impl Ledger {
     /// Every value made has been dropped exactly once (double drops panic
     /// in `Drop`).
     pub fn all_dropped(&self) -> bool {
-        self.out.lock().unwrap().iter().all(|f| f.dropped.load(SeqCst))
+        self.out
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|f| f.dropped.load(SeqCst))
             && self.made() == self.dropped()
     }
 

@@ -123,7 +123,8 @@ impl Builder {
         let pool_cycle = self.pool_cycle.unwrap_or(DEFAULT_POOL_CYCLE);
         if pool_cycle.is_zero() {
             return Err(invalid(
-                "goro: pool_cycle(0ns) is out of range: accepted a duration greater than zero".into(),
+                "goro: pool_cycle(0ns) is out of range: accepted a duration greater than zero"
+                    .into(),
             ));
         }
         let sched = Sched::new(

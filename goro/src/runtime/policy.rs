@@ -292,7 +292,9 @@ mod tests {
     fn pool_victim_is_on_by_default_off_in_legacy_and_parsed() {
         assert!(Policy::default().pool_victim);
         assert!(!Policy::legacy().pool_victim);
-        let p = Policy::default().with_overrides("pool_victim=false").unwrap();
+        let p = Policy::default()
+            .with_overrides("pool_victim=false")
+            .unwrap();
         assert!(!p.pool_victim);
         let p = Policy::legacy().with_overrides("pool_victim=true").unwrap();
         assert!(p.pool_victim);

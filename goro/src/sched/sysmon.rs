@@ -144,7 +144,8 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             return;
         }
         if pool_due.is_some_and(|t| Instant::now() >= t) {
-            pool_next = crate::sync::pool::monitor_cycle(sched.pool_cycle, sched.policy.pool_victim);
+            pool_next =
+                crate::sync::pool::monitor_cycle(sched.pool_cycle, sched.policy.pool_victim);
             if idle {
                 idle_pool_cycles += 1;
             }

@@ -401,7 +401,11 @@ mod tests {
         for _ in 0..300 {
             got.push(c.pop_tail().unwrap());
         }
-        assert_eq!(got, (0..300).collect::<Vec<_>>(), "thieves take oldest first");
+        assert_eq!(
+            got,
+            (0..300).collect::<Vec<_>>(),
+            "thieves take oldest first"
+        );
         // SAFETY: as above.
         while let Some(v) = unsafe { c.pop_head() } {
             got.push(v);

@@ -179,9 +179,12 @@ impl<T> Gen<T> {
             (0..CHUNK).map(|_| CachePadded::new(Local::new())).collect();
         let fresh = Box::into_raw(chunk) as *mut CachePadded<Local<T>>;
         // AcqRel: Release publishes the chunk; Acquire sees a winner's chunk.
-        if let Err(_winner) =
-            self.dir[i].compare_exchange(ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire)
-        {
+        if let Err(_winner) = self.dir[i].compare_exchange(
+            ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
             // SAFETY: `fresh` came from Box::into_raw of a CHUNK-long slice
             // above and was never published.
             drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(fresh, CHUNK)) });

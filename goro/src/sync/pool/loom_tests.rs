@@ -153,7 +153,11 @@ fn loom_pool_chain_grows_while_a_thief_steals() {
         }
         let mut all = taken.lock().unwrap().clone();
         all.sort();
-        assert_eq!(all, vec![0, 1, 2, 3], "each value exactly once, none stranded");
+        assert_eq!(
+            all,
+            vec![0, 1, 2, 3],
+            "each value exactly once, none stranded"
+        );
     });
 }
 

@@ -237,7 +237,9 @@ impl<T: Send + 'static> fmt::Debug for Pool<T> {
 /// ```
 pub fn pool_cycle() {
     let keep_victim = crate::sched::machine::current_sched()
-        .map_or(crate::Policy::default().pool_victim, |s| s.policy.pool_victim);
+        .map_or(crate::Policy::default().pool_victim, |s| {
+            s.policy.pool_victim
+        });
     cycle_all(keep_victim);
 }
 

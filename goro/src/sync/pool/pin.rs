@@ -80,7 +80,6 @@ impl PinRecord {
             next: s.wrapping_add(2),
         }
     }
-
 }
 
 /// A pinned section; leaving it (also by unwinding) unpins.
@@ -202,7 +201,14 @@ mod membarrier {
     fn call(cmd: libc::c_long) -> libc::c_long {
         // SAFETY: membarrier takes three integers (command, flags, cpu id)
         // and reads or writes none of our memory.
-        unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_long, 0 as libc::c_long) }
+        unsafe {
+            libc::syscall(
+                libc::SYS_membarrier,
+                cmd,
+                0 as libc::c_long,
+                0 as libc::c_long,
+            )
+        }
     }
 
     pub(super) fn register() -> bool {
@@ -217,7 +223,9 @@ mod membarrier {
         // Readers rely on this barrier; without it a cycle could drop storage
         // a reader is using. It cannot fail once registered, but never guess.
         let e = std::io::Error::last_os_error();
-        panic!("goro: membarrier failed after registration ({e}); pool cycles cannot proceed safely");
+        panic!(
+            "goro: membarrier failed after registration ({e}); pool cycles cannot proceed safely"
+        );
     }
 }
 
