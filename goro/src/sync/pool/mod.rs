@@ -32,12 +32,16 @@
 //!
 //! # Cost of the fast path
 //!
-//! `put` into an empty private slot and `get` of the private value: two
-//! thread-local reads (scheduler context, P slot), two plain stores on the
-//! P's pin record, two dependent loads (generation, chunk), the slot itself.
-//! No read-modify-write and no fence: the pin's fence is asymmetric (the
-//! cycle pays for it with `membarrier`, see `pin.rs`). Spilling to the
-//! shared chain costs one `fetch_add` (Go: the same).
+//! `put` into an empty private slot and `get` of the private value: one
+//! thread-local read (the scheduler context), the P's slot and pin record,
+//! two plain stores on the record, two dependent loads (generation, chunk),
+//! the slot itself. No read-modify-write and no fence: the pin's fence is
+//! asymmetric (the cycle pays for it with `membarrier`, see `pin.rs`).
+//! Spilling to the shared chain costs one `fetch_add` (Go: the same).
+//! Measured on the development VM (release): a `get` + `put` pair on a P
+//! ~10 ns; through the chain ~6 ns per operation; a cycle of 1000 pools
+//! ~130 µs, and moving 1M values to the victim costs the same as moving none
+//! (~10 µs); only dropping them costs per value.
 //!
 //! # Seed 003
 //!
