@@ -24,7 +24,7 @@
 //! | 000 don't burn CPU | every runtime wait spins briefly, then yields, then parks | [`Policy::spin`] |
 //! | 001 per-P timers | a timer heap per P, fired by its scheduler loop; idle Ps' timers run by thieves | [`Policy::timers`] |
 //! | 002 idle mask, bounded stealing | thieves skip idle Ps; 2 steal passes | [`Policy::idle_mask`], [`Policy::steal_passes`] |
-//! | 003 pool victim cache | (with the pool module) | |
+//! | 003 pool victim cache | a [`sync::Pool`] cycle moves each pool's values to a victim cache and drops the previous victim's | [`Policy::pool_victim`], [`Builder::pool_cycle`] |
 //! | 004 no thrashing | wakes go to `runnext`; thieves pause before taking it | [`Policy::runnext`], [`Policy::runnext_steal_pause`] |
 //!
 //! ```

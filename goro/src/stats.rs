@@ -4,7 +4,10 @@
 //! thread that holds the P (a relaxed load and store, no read-modify-write, so
 //! counting costs a few cycles and no cache-line traffic). Events that happen
 //! without a P (a thread parking or being woken) go to one shared block with
-//! `fetch_add`; they are rare by construction. [`Runtime::stats`] sums all
+//! `fetch_add`; they are rare by construction. The pool counters of a
+//! `Pool` operation go to the block of the P (or runtime) of the calling
+//! thread; operations on threads outside every runtime are not counted, and
+//! `pool_cycles` is a process-wide count. [`Runtime::stats`] sums all
 //! blocks into a [`Stats`] snapshot; a snapshot taken while tasks run is
 //! approximate, as Go's `schedtrace` is.
 //!
@@ -95,6 +98,19 @@ counters! {
     timers_stopped,
     /// Times a parked thread woke for a timer deadline.
     timer_sleeper_wakes,
+    /// `Pool::get` calls served from the primary cache (own, stolen, or
+    /// the list of threads without a P).
+    pool_hits,
+    /// `Pool::get` calls the primary cache could not serve (served by the
+    /// victim cache or by `new`): `pool_victim_hits + pool_new_calls`.
+    pool_misses,
+    /// `Pool::get` calls served from the victim cache (seed 003).
+    pool_victim_hits,
+    /// Calls of a pool's `new` function from `Pool::get`.
+    pool_new_calls,
+    /// Pool cycles in the whole process (pools are global, so this one is
+    /// not per runtime: every runtime's snapshot shows the process total).
+    pool_cycles,
 }
 
 /// Adds `n` to a counter owned by the current thread (single writer).

@@ -50,7 +50,11 @@ pub struct Builder {
     procs: Option<usize>,
     policy: Option<Policy>,
     thread_name: Option<String>,
+    pool_cycle: Option<Duration>,
 }
+
+/// Default interval between pool cycles (Go cycles pools at every GC).
+pub const DEFAULT_POOL_CYCLE: Duration = Duration::from_secs(1);
 
 impl Builder {
     /// The number of Ps: how many tasks run in parallel (Go's `GOMAXPROCS`).
@@ -71,6 +75,23 @@ impl Builder {
     /// Prefix of worker thread names (default `goro`).
     pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
         self.thread_name = Some(name.into());
+        self
+    }
+
+    /// How often this runtime's monitor cycles every [`crate::sync::Pool`]
+    /// (seed 003; Go does it at every garbage collection). Default 1 s;
+    /// zero makes `build` fail. The monitor cycles only while some pool may
+    /// hold values, and at most twice while the runtime is idle; see
+    /// [`crate::sync::pool_cycle`] for what a cycle does.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = goro::Runtime::builder().pool_cycle(Duration::from_millis(100)).build().unwrap();
+    /// # drop(rt);
+    /// assert!(goro::Runtime::builder().pool_cycle(Duration::ZERO).build().is_err());
+    /// ```
+    pub fn pool_cycle(mut self, interval: Duration) -> Builder {
+        self.pool_cycle = Some(interval);
         self
     }
 
@@ -99,11 +120,19 @@ impl Builder {
             Err(_) => return Err(invalid("GORO_POLICY is not valid UTF-8".into())),
         };
         let schedtrace = schedtrace_from_env().map_err(invalid)?;
+        let pool_cycle = self.pool_cycle.unwrap_or(DEFAULT_POOL_CYCLE);
+        if pool_cycle.is_zero() {
+            return Err(invalid(
+                "goro: pool_cycle(0ns) is out of range: accepted a duration greater than zero"
+                    .into(),
+            ));
+        }
         let sched = Sched::new(
             procs,
             policy,
             self.thread_name.unwrap_or_else(|| "goro".into()),
             schedtrace,
+            pool_cycle,
         );
         sched.init_idle();
         let s = sched.clone();
@@ -263,7 +292,10 @@ impl Runtime {
 
     /// A snapshot of the counters (see [`Stats`]).
     pub fn stats(&self) -> Stats {
-        self.sched.stats()
+        let mut s = self.sched.stats();
+        // Pools are process-wide; so are their cycles.
+        s.pool_cycles = crate::sync::pool::cycles();
+        s
     }
 
     /// One line in Go's `schedtrace` shape describing the scheduler now.

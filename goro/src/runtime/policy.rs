@@ -9,9 +9,8 @@
 //! | 000 don't burn CPU | [`Policy::spin`] | bounded spin, then `sched_yield`, then park | spin without yielding |
 //! | 001 per-P timers | [`Policy::timers`] | a timer heap per P | one global heap under one lock |
 //! | 002 idle mask, bounded stealing | [`Policy::idle_mask`], [`Policy::steal_passes`] | mask on, 2 passes | mask off, 4 passes |
+//! | 003 pool victim cache | [`Policy::pool_victim`] | a cycle moves primary to victim, drops the old victim | a cycle drops everything |
 //! | 004 no thrashing | [`Policy::runnext`], [`Policy::runnext_steal_pause`] | wake into `runnext`, 3 µs pause | FIFO wakes, no pause |
-//!
-//! The field of seed 003 (pool victim cache) arrives with the pool.
 //!
 //! `GORO_POLICY=name=value,...` overrides fields at start-up (see
 //! [`Policy::from_env`]); a malformed value is an error that names the variable,
@@ -89,6 +88,12 @@ pub struct Policy {
     pub spin: SpinPolicy,
     /// Seed 001: per-P timer heaps or one global heap.
     pub timers: TimerPlacement,
+    /// Seed 003: a pool cycle moves each [`crate::sync::Pool`]'s cached
+    /// values to its victim cache and drops the previous victim's, so a value
+    /// survives one cycle unused; off, a cycle drops every cached value.
+    /// Pools are global: a cycle uses the policy of the runtime whose
+    /// monitor starts it, or for [`crate::sync::pool_cycle`] the caller's.
+    pub pool_victim: bool,
 }
 
 impl Default for Policy {
@@ -101,6 +106,7 @@ impl Default for Policy {
             steal_passes: 2,
             spin: SpinPolicy::DEFAULT,
             timers: TimerPlacement::PerP,
+            pool_victim: true,
         }
     }
 }
@@ -122,7 +128,7 @@ impl std::error::Error for PolicyError {}
 const ACCEPTED: &str = "accepted: comma-separated name=value with names \
     runnext=true|false, runnext_steal_pause=<n>ns|us|ms, idle_mask=true|false, \
     steal_passes=1..16, spin=bounded|unbounded|bounded:<spin>:<yield>, timers=per_p|global, \
-    or the whole string 'default' or 'legacy'";
+    pool_victim=true|false, or the whole string 'default' or 'legacy'";
 
 impl Policy {
     /// Every improvement off: the "before" of each seed.
@@ -134,6 +140,7 @@ impl Policy {
             steal_passes: 4,
             spin: SpinPolicy::Unbounded,
             timers: TimerPlacement::Global,
+            pool_victim: false,
         }
     }
 
@@ -194,6 +201,7 @@ impl Policy {
             match name {
                 "runnext" => self.runnext = parse_bool(value)?,
                 "idle_mask" => self.idle_mask = parse_bool(value)?,
+                "pool_victim" => self.pool_victim = parse_bool(value)?,
                 "steal_passes" => {
                     self.steal_passes = value
                         .parse()
@@ -278,6 +286,23 @@ mod tests {
         assert!(!p.idle_mask);
         assert_eq!(p.spin, SpinPolicy::Bounded { spin: 3, yield_: 1 });
         assert_eq!(p.runnext_steal_pause, Duration::from_micros(5));
+    }
+
+    #[test]
+    fn pool_victim_is_on_by_default_off_in_legacy_and_parsed() {
+        assert!(Policy::default().pool_victim);
+        assert!(!Policy::legacy().pool_victim);
+        let p = Policy::default()
+            .with_overrides("pool_victim=false")
+            .unwrap();
+        assert!(!p.pool_victim);
+        let p = Policy::legacy().with_overrides("pool_victim=true").unwrap();
+        assert!(p.pool_victim);
+        let e = Policy::default()
+            .with_overrides("pool_victim=sometimes")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pool_victim") && e.contains("accepted"), "{e}");
     }
 
     #[test]

@@ -98,7 +98,13 @@ fn model_sched(procs: usize) -> Arc<Sched> {
     // No spinning rounds or pauses: they only add states, not protocol.
     policy.spin = SpinPolicy::Bounded { spin: 0, yield_: 0 };
     policy.runnext_steal_pause = Duration::ZERO;
-    Sched::new(procs, policy, "loom".into(), None)
+    Sched::new(
+        procs,
+        policy,
+        "loom".into(),
+        None,
+        crate::runtime::DEFAULT_POOL_CYCLE,
+    )
 }
 
 /// An M holding P `p` with nothing queued, about to look for work and park.

@@ -91,6 +91,8 @@ pub(crate) struct Sched {
     pub(crate) timer_rr: AtomicUsize,
     /// Ourselves, to hand an `Arc` to new threads.
     pub(crate) me: Weak<Sched>,
+    /// Pool hook: how often the monitor cycles pools (`Builder::pool_cycle`).
+    pub(crate) pool_cycle: std::time::Duration,
     /// Handoffs to threads the loom model would have started.
     #[cfg(loom)]
     pub(crate) loom_started: Mutex<Vec<Handoff>>,
@@ -102,6 +104,7 @@ impl Sched {
         policy: Policy,
         thread_name: String,
         schedtrace: Option<std::time::Duration>,
+        pool_cycle: std::time::Duration,
     ) -> Arc<Sched> {
         let coprimes = (1..=procs).filter(|&i| gcd(i, procs) == 1).collect();
         Arc::new_cyclic(|me| Sched {
@@ -127,6 +130,7 @@ impl Sched {
             sleep_until: crate::loom::AtomicU64::new(crate::time::timer::NEVER),
             timer_rr: AtomicUsize::new(0),
             me: me.clone(),
+            pool_cycle,
             #[cfg(loom)]
             loom_started: Mutex::new(Vec::new()),
         })

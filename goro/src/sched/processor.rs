@@ -1,7 +1,7 @@
 //! P: the right to run tasks.
 //!
 //! A P owns a local run queue with `runnext`, a timer heap and per-P
-//! counters (later also pool slots). There are exactly `procs` of them; a thread
+//! counters, and its pool slot. There are exactly `procs` of them; a thread
 //! must hold one to run tasks, which is what bounds parallelism to `procs`
 //! however many threads exist (some may be blocked in `block_in_place`).
 //!
@@ -34,6 +34,9 @@ pub(crate) struct Processor {
     pub(crate) counters: Counters,
     /// This P's timer heap (seed 001).
     pub(crate) timers: Arc<TimerQueue>,
+    /// Pool hook: this P's process-wide pool slot and pin record, allocated
+    /// on its first pool use (see `sync::pool::local`).
+    pub(crate) pool: crate::sync::pool::ProcSlot,
 }
 
 impl Processor {
@@ -47,6 +50,7 @@ impl Processor {
             mon_when: AtomicU64::new(0),
             counters: Counters::default(),
             timers: TimerQueue::new(),
+            pool: crate::sync::pool::ProcSlot::new(),
         }
     }
 

@@ -12,6 +12,11 @@
 //!   clears the mark when its poll returns.
 //! * **Schedule trace.** With `GORO_SCHEDTRACE=<ms>`, one line per interval
 //!   on stderr in Go's `schedtrace` shape.
+//! * **Pool cycles** (seed 003, the GC's part in Go): every `pool_cycle`
+//!   interval, while some pool may hold values, the monitor rotates every
+//!   pool's generations (`sync::pool::victim`). While the runtime is idle it
+//!   does so at most twice (which empties primary and victim of what its
+//!   tasks left) and then sleeps like an idle monitor does.
 //!
 //! Its sleep adapts as Go's does: 20 µs after a retake, doubling to 10 ms
 //! while nothing happens. When every P is idle there is nothing to watch and
@@ -90,16 +95,32 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
     let mon = &sched.monitor;
     let mut delay = MIN_SLEEP;
     let mut last_trace = Instant::now();
+    // Pool hook: when the next pool cycle is due, and cycles done while idle.
+    let mut pool_next = Instant::now() + sched.pool_cycle;
+    let mut idle_pool_cycles = 0u32;
     loop {
         if sched.is_shutdown() {
             return;
         }
         let trace_due = mon.schedtrace.map(|iv| last_trace + iv);
-        if sched.idle.npidle() == sched.procs && sched.global.is_empty() {
-            // Everything is idle: sleep until a P is taken (or the trace is due).
+        let pool_due = if idle_pool_cycles < 2 && crate::sync::pool::any_values() {
+            Some(pool_next)
+        } else {
+            // Nothing to cycle: the first values get a whole interval.
+            pool_next = Instant::now() + sched.pool_cycle;
+            None
+        };
+        let wake_at = match (trace_due, pool_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let idle = sched.idle.npidle() == sched.procs && sched.global.is_empty();
+        if idle {
+            // Everything is idle: sleep until a P is taken (or the trace or
+            // a pool cycle is due).
             mon.idle_sleep.store(true, Ordering::SeqCst);
             if sched.idle.npidle() == sched.procs && !sched.is_shutdown() {
-                mon.sleep(trace_due.map(|t| t.saturating_duration_since(Instant::now())));
+                mon.sleep(wake_at.map(|t| t.saturating_duration_since(Instant::now())));
             }
             mon.idle_sleep.store(false, Ordering::SeqCst);
             delay = MIN_SLEEP;
@@ -112,7 +133,8 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
                 p.mon_when.store(now, Ordering::Relaxed);
             }
         } else {
-            let d = match trace_due {
+            idle_pool_cycles = 0;
+            let d = match wake_at {
                 Some(t) => delay.min(t.saturating_duration_since(Instant::now())),
                 None => delay,
             };
@@ -120,6 +142,13 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
         }
         if sched.is_shutdown() {
             return;
+        }
+        if pool_due.is_some_and(|t| Instant::now() >= t) {
+            pool_next =
+                crate::sync::pool::monitor_cycle(sched.pool_cycle, sched.policy.pool_victim);
+            if idle {
+                idle_pool_cycles += 1;
+            }
         }
         let retook = retake(&sched);
         delay = if retook {

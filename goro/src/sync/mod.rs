@@ -7,6 +7,7 @@
 //! | `sync.WaitGroup` | [`WaitGroup`] | a cloneable handle; a negative counter panics as in Go |
 //! | `golang.org/x/sync/semaphore.Weighted` | [`Semaphore`] | FIFO: a large waiter at the head is not overtaken |
 //! | `sync.OnceValue` | [`OnceCell`] | async initializer; another waiter takes over if it is cancelled |
+//! | `sync.Pool` | [`Pool`] | per-P caches with a victim cache (seed 003); never blocks, so no async form |
 //!
 //! Every primitive is a future-returning method for tasks plus a `*_blocking`
 //! twin for plain threads (the twin parks the calling thread, so inside a
@@ -34,12 +35,14 @@
 
 mod mutex;
 mod once_cell;
+pub mod pool;
 mod rwlock;
 mod semaphore;
 mod waitgroup;
 
 pub use mutex::{LockFuture, Mutex, MutexGuard};
 pub use once_cell::OnceCell;
+pub use pool::{pool_cycle, Pool};
 pub use rwlock::{ReadFuture, RwLock, RwLockReadGuard, RwLockWriteGuard, WriteFuture};
 pub use semaphore::{AcquireFuture, Semaphore, SemaphorePermit};
 pub use waitgroup::{WaitFuture, WaitGroup};
