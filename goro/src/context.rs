@@ -18,7 +18,7 @@
 
 use crate::chan::{self, Receiver, Sender};
 use crate::sched::Sched;
-use crate::time::timer::{Action, TimerInner, NEVER};
+use crate::time::timer::{Action, TimerInner};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -156,7 +156,7 @@ impl Context {
         {
             let mut st = ctx.inner.lock();
             if st.err.is_none() {
-                sched.arm_timer(&timer, if when == NEVER { NEVER } else { when }, 0);
+                sched.arm_timer(&timer, when, 0);
                 st.timer = Some((timer, sched));
             }
         }

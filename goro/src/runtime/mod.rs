@@ -381,12 +381,18 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    match crate::sched::machine::current_p(sched) {
+    // One thread-local lookup serves the counter and the placement.
+    let p = crate::sched::machine::current_p(sched);
+    match p {
         Some(p) => bump(&sched.ps[p].counters.tasks_spawned, 1),
         None => bump_shared(&sched.counters.tasks_spawned, 1),
     }
     let (runnable, handle) = new_task(sched, future);
-    runnable.schedule();
+    if sched.is_shutdown() {
+        drop(runnable); // cancels the task: its handle reports Cancelled
+    } else {
+        sched.place(p, runnable, false);
+    }
     handle
 }
 

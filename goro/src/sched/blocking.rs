@@ -97,7 +97,7 @@ where
     R: Send + 'static,
 {
     let s = sched.clone();
-    let (runnable, handle) = new_task_with(sched, async move { f() }, move |r: Runnable, _| {
+    let (runnable, handle) = new_task_with(async move { f() }, move |r: Runnable, _| {
         s.blocking.push(&s, r)
     });
     runnable.schedule();

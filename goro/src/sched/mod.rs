@@ -159,7 +159,12 @@ impl Sched {
             drop(task);
             return;
         }
-        match machine::current_p(self) {
+        self.place(machine::current_p(self), task, yielded);
+    }
+
+    /// Queues `task` on P `p` (the caller's own) or, without one, globally.
+    pub(crate) fn place(&self, p: Option<usize>, task: Runnable, yielded: bool) {
+        match p {
             Some(p) => self.runqput(&self.ps[p], task, self.policy.runnext && !yielded),
             None => self.inject(task),
         }
@@ -171,7 +176,12 @@ impl Sched {
             // Runs right after the current poll: waking a thief would only
             // make it thrash (see idle.rs).
             Put::Runnext => {}
-            Put::Ring => self.wakep(),
+            Put::Ring => {
+                if next {
+                    bump(&p.counters.runnext_bumps, 1);
+                }
+                self.wakep()
+            }
             Put::Overflow(batch) => {
                 bump(&p.counters.runq_overflows, 1);
                 self.global.push_batch(batch);

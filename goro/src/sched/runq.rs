@@ -266,10 +266,6 @@ impl RunQueue {
         // Relaxed: we are the owner of self.tail.
         let t = self.tail.load(Ordering::Relaxed);
         let n = victim.grab(self, t, steal_runnext, pause_runnext);
-        self.steal_finish(t, n)
-    }
-
-    fn steal_finish(&self, t: u32, n: u32) -> Option<(Runnable, usize)> {
         if n == 0 {
             return None;
         }

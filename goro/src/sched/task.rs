@@ -39,7 +39,6 @@ where
 {
     let s = sched.clone();
     new_task_with(
-        sched,
         future,
         move |runnable: Runnable, info: async_task::ScheduleInfo| {
             s.schedule(runnable, info.woken_while_running);
@@ -48,17 +47,12 @@ where
 }
 
 /// Like [`new_task`] with a custom schedule function (the blocking pool's).
-pub(crate) fn new_task_with<F, S>(
-    sched: &Arc<Sched>,
-    future: F,
-    schedule: S,
-) -> (Runnable, JoinHandle<F::Output>)
+pub(crate) fn new_task_with<F, S>(future: F, schedule: S) -> (Runnable, JoinHandle<F::Output>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     S: Fn(Runnable, async_task::ScheduleInfo) + Send + Sync + 'static,
 {
-    let _ = sched;
     let wrapped = TaskFuture {
         future,
         registered: None,
