@@ -1,5 +1,5 @@
 //! The workloads, one file per group of BENCHMARKS.md (`sched.rs`,
-//! `chan.rs`, `time.rs`; later `pool.rs`, `net.rs`).
+//! `chan.rs`, `time.rs`, `pool.rs`; later `net.rs`).
 //!
 //! # Adding a workload
 //!
@@ -23,6 +23,7 @@
 //! The Go column is filled whenever the Go twin's `-list` has the same name.
 
 pub mod chan;
+pub mod pool;
 pub mod sched;
 pub mod time;
 
@@ -33,6 +34,7 @@ pub fn register(v: &mut Vec<Workload>) {
     sched::register(v);
     chan::register(v);
     time::register(v);
+    pool::register(v);
     if std::env::var_os("GORO_BENCH_FAULTS").is_some() {
         faults(v);
     }
