@@ -17,11 +17,11 @@
 //! (cancellation only takes locks and closes a channel; it never blocks).
 
 use crate::chan::{self, Receiver, Sender};
-use crate::sched::Sched;
+use crate::sched::timers::arm_timer;
+use crate::time::clock;
 use crate::time::timer::{Action, TimerInner};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -66,9 +66,13 @@ struct Inner {
     deadline: Option<Instant>,
     done_rx: Receiver<()>,
     state: Mutex<State>,
+    /// The parent this context is registered with. `None` for the
+    /// background context and for its children: background is never
+    /// cancelled, so its children neither register with it nor hold it
+    /// (which would have every P contend for its lock and count).
     parent: Option<Arc<Inner>>,
-    /// This node's key in its parent's `children`.
-    id: u64,
+    /// Whether this is the background context.
+    root: bool,
 }
 
 struct State {
@@ -76,17 +80,21 @@ struct State {
     /// `None` once cancelled (closing it closes `done`); never used for
     /// sending. Background keeps its sender forever, so `done` never closes.
     done_tx: Option<Sender<()>>,
-    children: HashMap<u64, Weak<Inner>>,
-    timer: Option<(Arc<TimerInner>, Arc<Sched>)>,
+    children: HashMap<usize, Weak<Inner>>,
+    timer: Option<Arc<TimerInner>>,
 }
 
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// A child's key in its parent's `children`: its address, unique while it
+/// is alive (and it is removed before it is freed).
+fn key(inner: &Arc<Inner>) -> usize {
+    Arc::as_ptr(inner) as usize
+}
 
 impl Context {
     /// The root: never cancelled, no deadline.
     pub fn background() -> Context {
         Context {
-            inner: Inner::new(None, None, 0),
+            inner: Inner::new(None, None, true),
         }
     }
 
@@ -114,7 +122,8 @@ impl Context {
     /// # Panics
     /// Outside a goro runtime (the deadline needs its timers).
     pub fn with_timeout(parent: &Context, d: Duration) -> (Context, Cancel) {
-        let deadline = Instant::now().checked_add(d);
+        let when = clock::when_after(d);
+        let deadline = (when != clock::NEVER).then(|| clock::instant_of(when));
         Context::with_deadline_opt(parent, deadline)
     }
 
@@ -137,9 +146,8 @@ impl Context {
         let cancel = Cancel {
             inner: Arc::downgrade(&ctx.inner),
         };
-        let sched = crate::time::runtime_for("context::with_deadline");
-        let when = sched.when_of(own);
-        if when <= sched.now() {
+        let when = clock::when_of(own);
+        if when <= clock::now() {
             cancel_node(&ctx.inner, ContextError::DeadlineExceeded);
             return (ctx, cancel);
         }
@@ -149,30 +157,32 @@ impl Context {
                 cancel_node(&inner, ContextError::DeadlineExceeded);
             }
         };
-        let timer = TimerInner::new(Action::Func {
-            f: Arc::new(fire),
-            spawn: false,
-        });
-        {
+        crate::time::with_runtime("context::with_deadline", |s| {
+            let timer = TimerInner::new(
+                Action::Func { spawn: false },
+                Some(Box::new(fire)),
+                s.arm_queue().0.clone(),
+            );
             let mut st = ctx.inner.lock();
             if st.err.is_none() {
-                sched.arm_timer(&timer, when, 0);
-                st.timer = Some((timer, sched));
+                s.arm_timer(&timer, when, 0);
+                st.timer = Some(timer);
             }
-        }
+        });
         (ctx, cancel)
     }
 
     fn child(parent: &Context, deadline: Option<Instant>) -> Context {
-        let inner = Inner::new(
-            deadline,
-            Some(parent.inner.clone()),
-            NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        );
+        if parent.inner.root {
+            return Context {
+                inner: Inner::new(deadline, None, false),
+            };
+        }
+        let inner = Inner::new(deadline, Some(parent.inner.clone()), false);
         let parent_err = {
             let mut ps = parent.inner.lock();
-            if ps.err.is_none() && parent.inner.parent.is_some() {
-                ps.children.insert(inner.id, Arc::downgrade(&inner));
+            if ps.err.is_none() {
+                ps.children.insert(key(&inner), Arc::downgrade(&inner));
             }
             ps.err
         };
@@ -209,7 +219,7 @@ impl fmt::Debug for Context {
 }
 
 impl Inner {
-    fn new(deadline: Option<Instant>, parent: Option<Arc<Inner>>, id: u64) -> Arc<Inner> {
+    fn new(deadline: Option<Instant>, parent: Option<Arc<Inner>>, root: bool) -> Arc<Inner> {
         let (tx, rx) = chan::bounded(0);
         Arc::new(Inner {
             deadline,
@@ -221,7 +231,7 @@ impl Inner {
                 timer: None,
             }),
             parent,
-            id,
+            root,
         })
     }
 
@@ -273,14 +283,14 @@ fn cancel_node(node: &Arc<Inner>, err: ContextError) {
             st.done_tx.take(),
         )
     };
-    if let Some((t, sched)) = timer {
-        sched.stop_timer(&t);
+    if let Some(t) = timer {
+        arm_timer(&t, 0, 0);
     }
     if let Some(tx) = tx {
         tx.close();
     }
     if let Some(parent) = &node.parent {
-        parent.lock().children.remove(&node.id);
+        parent.lock().children.remove(&key(node));
     }
     for c in children.into_values() {
         if let Some(c) = c.upgrade() {

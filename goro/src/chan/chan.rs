@@ -110,6 +110,7 @@ use crate::loom::{Arc, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::sync::cell::UnsafeCell;
 
 use super::{RecvError, SendError, TryRecvError, TrySendError};
+use crate::time::timer::TimerInner;
 
 // --------------------------------------------------------------------------
 // Signal: the one-shot completion word of a parked operation
@@ -738,10 +739,18 @@ pub(crate) struct Chan<T> {
     cap: usize,
     /// Live `Sender` handles; the last one to go closes the channel.
     pub(crate) senders: AtomicUsize,
+    /// The timer that feeds this channel (Go's `hchan.timer`): receivers
+    /// run it when it is due and put it on a heap while they wait (see
+    /// `time/timer.rs`). Called only with no channel lock held.
+    timer: Option<std::sync::Arc<TimerInner>>,
 }
 
 impl<T> Chan<T> {
     pub(crate) fn new(cap: usize) -> Chan<T> {
+        Chan::with_timer(cap, None)
+    }
+
+    pub(crate) fn with_timer(cap: usize, timer: Option<std::sync::Arc<TimerInner>>) -> Chan<T> {
         Chan {
             inner: Mutex::new(Inner {
                 buf: VecDeque::new(),
@@ -751,6 +760,33 @@ impl<T> Chan<T> {
             }),
             cap,
             senders: AtomicUsize::new(1),
+            timer,
+        }
+    }
+
+    /// A receiver is about to look: a due timer sends first.
+    #[inline]
+    pub(crate) fn timer_run(&self) {
+        if let Some(t) = &self.timer {
+            t.maybe_run_chan();
+        }
+    }
+
+    /// A receiver parked: its timer must be on a heap.
+    #[inline]
+    pub(crate) fn timer_block(&self) {
+        if let Some(t) = &self.timer {
+            if t.block_chan() {
+                crate::sched::timers::push_timer(t);
+            }
+        }
+    }
+
+    /// A parked receiver stopped waiting.
+    #[inline]
+    pub(crate) fn timer_unblock(&self) {
+        if let Some(t) = &self.timer {
+            t.unblock_chan();
         }
     }
 
@@ -763,6 +799,7 @@ impl<T> Chan<T> {
     }
 
     pub(crate) fn len(&self) -> usize {
+        self.timer_run();
         self.lock().buf.len()
     }
 
@@ -922,6 +959,7 @@ impl<T> Chan<T> {
         wake(woken);
         // SAFETY: as in `unpark_send`.
         unsafe { p.free() };
+        self.timer_unblock();
     }
 
     fn put_back_locked(&self, inner: &mut Inner<T>, v: T) -> Woken {
@@ -959,6 +997,25 @@ impl<T> Chan<T> {
         p.waker = id;
         drop(old);
         false
+    }
+}
+
+impl<T> Drop for Chan<T> {
+    fn drop(&mut self) {
+        if let Some(t) = &self.timer {
+            t.detach_chan();
+        }
+    }
+}
+
+impl Chan<std::time::Instant> {
+    /// Empties the buffer (a timer's stop/reset: no stale value); whether
+    /// there was anything. Takes the channel lock, nothing else.
+    pub(crate) fn drain_buffer(&self) -> bool {
+        let mut inner = self.lock();
+        let any = !inner.buf.is_empty();
+        inner.buf.clear();
+        any
     }
 }
 
@@ -1015,9 +1072,11 @@ pub(crate) fn poll_recv<T>(
             return Poll::Pending;
         }
         let p = parked.take().expect("checked above");
+        chan.timer_unblock();
         // DONE: a sender handed us a value, or `close` completed us empty.
         return Poll::Ready(p.take_done().ok_or(RecvError));
     }
+    chan.timer_run();
     let mut inner = chan.lock();
     match chan.recv_locked(&mut inner, None) {
         Ok((v, woken)) => {
@@ -1029,6 +1088,8 @@ pub(crate) fn poll_recv<T>(
         Err(TryRecvError::Empty) => {
             let w = Waiter::plain(cx.waker().clone(), None);
             *parked = Some(chan.park_recv_locked(&mut inner, w, WakerId::of(cx.waker())));
+            drop(inner);
+            chan.timer_block();
             Poll::Pending
         }
     }

@@ -72,7 +72,7 @@
 //!   Rust the value comes back in the error and `close` returns `false`.
 
 #[allow(clippy::module_inception)] // DESIGN.md §3 names the file chan/chan.rs
-mod chan;
+pub(crate) mod chan;
 pub mod select;
 
 use std::fmt;
@@ -107,6 +107,23 @@ pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
             pending: None,
         },
     )
+}
+
+/// The receiving end of a timer's channel (capacity 1), fed by `timer`, or
+/// by nothing at all for `None` (an `after_func` timer's `rx`). No `Sender`
+/// exists, so the channel is never closed: a receive waits for the timer
+/// (or forever), as on Go's timer channels.
+pub(crate) fn timer_receiver(
+    timer: Option<std::sync::Arc<crate::time::timer::TimerInner>>,
+) -> Receiver<std::time::Instant> {
+    let chan = Arc::new(Chan::with_timer(1, timer.clone()));
+    if let Some(t) = timer {
+        t.attach_chan(&chan);
+    }
+    Receiver {
+        chan,
+        pending: None,
+    }
 }
 
 // --------------------------------------------------------------------------
@@ -545,6 +562,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.try_recv(), Ok(1));
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        self.chan.timer_run();
         let mut inner = self.chan.lock();
         let r = self.chan.recv_locked(&mut inner, None);
         drop(inner);

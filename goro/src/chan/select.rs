@@ -171,6 +171,7 @@ impl<T> sealed::Sealed for RecvCase<'_, T> {}
 
 impl<T: Send> Case for RecvCase<'_, T> {
     fn try_now(&mut self) -> bool {
+        self.chan.timer_run();
         let mut inner = self.chan.lock();
         match self.chan.recv_locked(&mut inner, None) {
             Ok((v, woken)) => {
@@ -194,6 +195,8 @@ impl<T: Send> Case for RecvCase<'_, T> {
         }
         let w = Waiter::for_select(signal.clone(), index, None);
         self.parked = Some(self.chan.park_recv_locked(&mut inner, w, WakerId::UNUSED));
+        drop(inner);
+        self.chan.timer_block();
         false
     }
 
@@ -207,6 +210,7 @@ impl<T: Send> Case for RecvCase<'_, T> {
 
     fn complete(&mut self) {
         let p = self.parked.take().expect("the winning case is parked");
+        self.chan.timer_unblock();
         self.result = Some(p.take_done().ok_or(RecvError));
     }
 

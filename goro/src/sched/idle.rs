@@ -54,8 +54,11 @@ pub(crate) struct Idle {
     nmspinning: AtomicUsize,
     /// Bit i set while P i is idle.
     mask: Box<[AtomicU64]>,
-    /// Bit i set while P i is idle and has timers (Go's `timerpMask`):
-    /// thieves run those Ps' due timers on their last pass.
+    /// Bit i set while P i may have timers (Go's `timerpMask`): set when
+    /// the P is taken or a timer is armed on it while idle, cleared when it
+    /// goes idle with an empty heap. Thieves on their last pass run the due
+    /// timers of these Ps, busy ones included, so a timer armed by a task
+    /// that keeps its P busy still fires on time.
     timer_mask: Box<[AtomicU64]>,
 }
 
@@ -82,6 +85,8 @@ impl Idle {
         lists.ps.push(p);
         if has_timers {
             self.set_timer_bit(p);
+        } else {
+            self.timer_mask[p / 64].fetch_and(!(1 << (p % 64)), Ordering::Relaxed);
         }
         // Relaxed: the mask is a hint for thieves; the SeqCst npidle store
         // below is what the wake protocol relies on.
@@ -94,7 +99,7 @@ impl Idle {
     pub(crate) fn pidleget(&self, lists: &mut IdleLists) -> Option<usize> {
         let p = lists.ps.pop()?;
         self.mask[p / 64].fetch_and(!(1 << (p % 64)), Ordering::Relaxed);
-        self.timer_mask[p / 64].fetch_and(!(1 << (p % 64)), Ordering::Relaxed);
+        self.set_timer_bit(p); // a running P may arm timers at any moment
         self.npidle.fetch_sub(1, Ordering::SeqCst);
         Some(p)
     }
@@ -112,8 +117,8 @@ impl Idle {
         self.mask[p / 64].load(Ordering::Relaxed) & (1 << (p % 64)) != 0
     }
 
-    /// Marks idle P `p` as holding timers (a timer was armed on it from
-    /// outside, or it went idle with timers).
+    /// Marks P `p` as maybe holding timers (it was taken, a timer was armed
+    /// on it from outside, or it went idle with timers).
     pub(crate) fn set_timer_bit(&self, p: usize) {
         // Relaxed: a hint; the sleeper computes deadlines from the heaps.
         self.timer_mask[p / 64].fetch_or(1 << (p % 64), Ordering::Relaxed);

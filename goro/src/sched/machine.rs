@@ -78,6 +78,17 @@ pub(crate) fn current_p(sched: &Sched) -> Option<usize> {
     .flatten()
 }
 
+/// Runs `f` with the runtime the current thread works for, without touching
+/// its reference count (a shared counter every P would bounce).
+pub(crate) fn with_current_sched<R>(f: impl FnOnce(&Sched) -> R) -> Option<R> {
+    let p = CTX.try_with(|c| c.sched.get()).ok()?;
+    // SAFETY: a non-null pointer came from `Arc::as_ptr` of an Arc that the
+    // thread-local's setter (`m_main`, `EnterGuard`) keeps alive until it
+    // resets the pointer, which cannot happen while `f` runs on this thread.
+    let s = unsafe { p.as_ref() }?;
+    Some(f(s))
+}
+
 /// The runtime the current thread works for, as a new `Arc`.
 pub(crate) fn current_sched() -> Option<Arc<Sched>> {
     let p = CTX.try_with(|c| c.sched.get()).ok()?;

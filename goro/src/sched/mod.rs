@@ -85,7 +85,8 @@ pub(crate) struct Sched {
     pub(crate) global_timers: Arc<crate::time::timer::TimerQueue>,
     /// The parked thread that sleeps until the earliest timer, if any.
     pub(crate) timer_sleeper: Mutex<Option<Arc<park::Parker>>>,
-    /// Its deadline (`NEVER` when there is none).
+    /// Its deadline: `NEVER` while no thread sleeps on timers, `NEVER - 1`
+    /// for a sleeper with no deadline.
     pub(crate) sleep_until: crate::loom::AtomicU64,
     /// Round-robin P choice for timers armed from threads without a P.
     pub(crate) timer_rr: AtomicUsize,
@@ -111,7 +112,7 @@ impl Sched {
             procs,
             policy,
             ps: (0..procs)
-                .map(|i| CachePadded::new(Processor::new(i)))
+                .map(|i| CachePadded::new(Processor::new(i, me.clone())))
                 .collect(),
             global: GlobalQueue::new(),
             idle: Idle::new(procs),
@@ -125,7 +126,7 @@ impl Sched {
             nthreads: AtomicUsize::new(0),
             thread_name,
             start: Instant::now(),
-            global_timers: crate::time::timer::TimerQueue::new(),
+            global_timers: crate::time::timer::TimerQueue::new(me.clone()),
             timer_sleeper: Mutex::new(None),
             sleep_until: crate::loom::AtomicU64::new(crate::time::timer::NEVER),
             timer_rr: AtomicUsize::new(0),

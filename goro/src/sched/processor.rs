@@ -40,7 +40,7 @@ pub(crate) struct Processor {
 }
 
 impl Processor {
-    pub(crate) fn new(id: usize) -> Processor {
+    pub(crate) fn new(id: usize, sched: std::sync::Weak<crate::sched::Sched>) -> Processor {
         Processor {
             id,
             runq: RunQueue::new(),
@@ -49,7 +49,7 @@ impl Processor {
             mon_tick: AtomicU64::new(0),
             mon_when: AtomicU64::new(0),
             counters: Counters::default(),
-            timers: TimerQueue::new(),
+            timers: TimerQueue::new(sched),
             pool: crate::sync::pool::ProcSlot::new(),
         }
     }

@@ -14,8 +14,11 @@
 //!   probably just readied that task and is about to run it itself, and
 //!   stealing it would bounce a pipeline of tasks between Ps. A P that the
 //!   monitor marked stuck gets no pause: its M is not coming back soon.
-//! * Seed 001: the last pass also runs the due timers of idle Ps that have
-//!   timers (the timer mask) and of stuck Ps.
+//! * Seed 001: the last pass also runs the due timers of every P that may
+//!   have timers (the timer mask: busy Ps and idle Ps with timers) and of
+//!   stuck Ps, as Go's `stealWork` does. A task that keeps its P busy (a
+//!   spin, a long poll) thus does not hold back the timers it armed: an
+//!   idle thread woken for the deadline runs them.
 
 use crate::sched::backoff::{Backoff, Snooze};
 use crate::sched::machine::Machine;
@@ -36,6 +39,7 @@ impl Machine {
         let mine = &sched.ps[me];
         let passes = sched.policy.steal_passes;
         let start = Instant::now();
+        let mut now = None;
         let mut found = None;
         'passes: for pass in 0..passes {
             let last = pass + 1 == passes;
@@ -49,12 +53,13 @@ impl Machine {
                     continue;
                 }
                 let v = &sched.ps[victim];
-                // Last pass: run the due timers of idle Ps that have some
+                // Last pass: run the due timers of Ps that may have some
                 // (timer mask) and of stuck Ps; what they wake lands in our queue.
                 if last && (sched.idle.has_timer_bit(victim) || v.is_stuck()) {
-                    let q = v.timers.clone();
-                    if q.next_when() != crate::time::timer::NEVER {
-                        let now = sched.now();
+                    let next = v.timers.next_when();
+                    let now = *now.get_or_insert_with(|| sched.now());
+                    if next <= now {
+                        let q = v.timers.clone();
                         if self.run_timers(&q, now) > 0 {
                             if let Some((t, _)) = mine.runq.get(false) {
                                 found = Some(t);

@@ -126,7 +126,7 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             delay = MIN_SLEEP;
             // Observations from before the sleep say nothing about the polls
             // running now: start every P's clock afresh.
-            let now = sched.start.elapsed().as_nanos() as u64;
+            let now = sched.now();
             for p in sched.ps.iter() {
                 p.mon_tick
                     .store(p.schedtick.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -167,7 +167,7 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
 
 /// Marks Ps stuck in one poll with work queued behind it; returns whether any.
 fn retake(sched: &Sched) -> bool {
-    let now = sched.start.elapsed().as_nanos() as u64;
+    let now = sched.now();
     let mut any = false;
     for (i, p) in sched.ps.iter().enumerate() {
         if sched.idle.is_idle(i) {

@@ -23,57 +23,89 @@
 
 use crate::loom::{fence, Ordering};
 use crate::runtime::policy::TimerPlacement;
-use crate::sched::machine::{current_p, Machine};
+use crate::sched::machine::{current_p, with_current_sched, Machine};
 use crate::sched::park::{Handoff, Parker};
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
-use crate::time::timer::{arm, Fired, TimerInner, TimerQueue, NEVER};
+use crate::time::clock;
+use crate::time::timer::{push, Fired, TimerInner, TimerQueue, NEVER};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// Arms `t` for `when` (`0`: stops it) with `period` on the runtime of the
+/// calling thread, or on the timer's own runtime from a thread of none.
+/// Returns whether it was pending before (Go's `Stop`/`Reset` result).
+pub(crate) fn arm_timer(t: &Arc<TimerInner>, when: u64, period: u64) -> bool {
+    with_current_sched(|s| s.arm_timer(t, when, period)).unwrap_or_else(|| {
+        match t.home.sched.upgrade() {
+            Some(s) => s.arm_timer(t, when, period),
+            // The runtime is gone: nothing will ever run a heap again.
+            None => t.set(when, period).0,
+        }
+    })
+}
+
+/// Gives `t` the heap entry it needs (a receiver parked on its channel):
+/// on the calling thread's runtime, or on the timer's own.
+pub(crate) fn push_timer(t: &Arc<TimerInner>) {
+    if with_current_sched(|s| s.push_timer(t)).is_none() {
+        if let Some(s) = t.home.sched.upgrade() {
+            s.push_timer(t);
+        }
+    }
+}
 
 impl Sched {
-    /// Runtime nanoseconds now (never 0, which means "not armed").
+    /// Runtime clock now (see `time/clock.rs`).
+    #[inline]
     pub(crate) fn now(&self) -> u64 {
-        (self.start.elapsed().as_nanos() as u64).max(1)
+        clock::now()
     }
 
-    /// Runtime nanoseconds at `t`: 1 for the past, `NEVER` beyond `u64`.
-    pub(crate) fn when_of(&self, t: Instant) -> u64 {
-        match t.checked_duration_since(self.start) {
-            None => 1,
-            Some(d) => u64::try_from(d.as_nanos()).map_or(NEVER, |n| n.clamp(1, NEVER - 1)),
-        }
-    }
-
-    /// Runtime nanoseconds `d` from now, saturating to `NEVER`.
-    pub(crate) fn when_after(&self, d: Duration) -> u64 {
-        match u64::try_from(d.as_nanos()) {
-            Ok(n) => self
-                .now()
-                .checked_add(n)
-                .map_or(NEVER, |w| w.min(NEVER - 1)),
-            Err(_) => NEVER,
-        }
-    }
-
-    /// The instant of runtime time `when`.
-    pub(crate) fn instant_of(&self, when: u64) -> Instant {
-        self.start + Duration::from_nanos(when)
-    }
-
-    /// Arms `t` for `when` on the right heap: the global one, the current
-    /// P's, or (from a thread without a P) any P's, round-robin.
-    pub(crate) fn arm_timer(&self, t: &Arc<TimerInner>, when: u64, period: u64) {
-        let (q, p) = match self.policy.timers {
+    /// The queue a timer armed by this thread goes to: the global one, the
+    /// current P's, or (from a thread without a P) any P's, round-robin;
+    /// with the P, if any.
+    pub(crate) fn arm_queue(&self) -> (&Arc<TimerQueue>, Option<usize>) {
+        match self.policy.timers {
             TimerPlacement::Global => (&self.global_timers, None),
             TimerPlacement::PerP => {
                 let p = current_p(self)
                     .unwrap_or_else(|| self.timer_rr.fetch_add(1, Ordering::Relaxed) % self.procs);
                 (&self.ps[p].timers, Some(p))
             }
-        };
-        if arm(q, t, when, period) {
-            bump_shared(&self.counters.timers_armed, 1);
+        }
+    }
+
+    /// Counts a timer event on the current P, or in the shared block.
+    fn count_timer(&self, pick: impl Fn(&crate::stats::Counters) -> &AtomicU64) {
+        match current_p(self) {
+            Some(p) => bump(pick(&self.ps[p].counters), 1),
+            None => bump_shared(pick(&self.counters), 1),
+        }
+    }
+
+    /// Arms (or stops, `when == 0`) `t`; returns whether it was pending.
+    pub(crate) fn arm_timer(&self, t: &Arc<TimerInner>, when: u64, period: u64) -> bool {
+        let (pending, needs_push) = t.set(when, period);
+        if when == 0 {
+            if pending {
+                self.count_timer(|c| &c.timers_stopped);
+            }
+        } else {
+            self.count_timer(|c| &c.timers_armed);
+        }
+        if needs_push {
+            self.push_timer(t);
+        }
+        pending
+    }
+
+    /// Puts `t` on this thread's heap if it needs an entry, and makes sure
+    /// some thread wakes for it if it became that heap's earliest.
+    pub(crate) fn push_timer(&self, t: &Arc<TimerInner>) {
+        let (q, p) = self.arm_queue();
+        if let Some(when) = push(q, t) {
             if let Some(p) = p {
                 if self.idle.is_idle(p) {
                     self.idle.set_timer_bit(p);
@@ -83,33 +115,30 @@ impl Sched {
         }
     }
 
-    /// Stops `t`; returns whether it was armed.
-    pub(crate) fn stop_timer(&self, t: &TimerInner) -> bool {
-        let was = t.stop();
-        if was {
-            bump_shared(&self.counters.timers_stopped, 1);
-        }
-        was
-    }
-
-    /// Go's `wakeNetPoller`: make sure some thread will wake for `when`.
+    /// Go's `wakeNetPoller`: make sure some thread will wake for `when`, the
+    /// new earliest deadline of one heap.
     fn timer_added(&self, when: u64) {
         // SeqCst fence: the armer's side of publish-fence-check (module docs).
         fence(Ordering::SeqCst);
-        if when >= self.sleep_until.load(Ordering::SeqCst) {
+        let until = self.sleep_until.load(Ordering::SeqCst);
+        if when >= until {
             return; // the sleeper wakes earlier anyway
         }
-        let sleeper = self
-            .timer_sleeper
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        match sleeper {
-            Some(parker) => parker.unpark(Handoff::Recheck),
-            // Nobody sleeps on timers: if a P is idle, start a thread that
-            // will (all-busy Ps run their own timers).
-            None => self.wakep(),
+        if until != NEVER {
+            // A sleeper (maybe with no deadline at all, `NEVER - 1`).
+            let sleeper = self
+                .timer_sleeper
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if let Some(parker) = sleeper {
+                parker.unpark(Handoff::Recheck);
+                return;
+            }
         }
+        // Nobody sleeps on a deadline: if a P is idle, start a thread that
+        // will (all-busy Ps run their own timers, and each other's).
+        self.wakep();
     }
 
     /// The earliest deadline over every heap.
@@ -123,7 +152,7 @@ impl Sched {
         per_p.min(self.global_timers.next_when())
     }
 
-    /// The queue the P `p` checks at the top of find-runnable.
+    /// The queue the P `p` checks in find-runnable.
     pub(crate) fn own_timers(&self, p: usize) -> &Arc<TimerQueue> {
         match self.policy.timers {
             TimerPlacement::Global => &self.global_timers,
@@ -137,10 +166,10 @@ impl Sched {
         for f in fired {
             match f {
                 Fired::Wake(w) => w.wake(),
-                Fired::Func(f, true) => {
-                    crate::runtime::spawn_on(self, async move { f() });
+                Fired::Func(t, true) => {
+                    crate::runtime::spawn_on(self, async move { t.call() });
                 }
-                Fired::Func(f, false) => f(),
+                Fired::Func(t, false) => t.call(),
             }
         }
     }
@@ -162,13 +191,13 @@ impl Machine {
         let n = q.run(now, &mut fired);
         if n > 0 {
             bump(&self.sched.ps[self.p()].counters.timers_fired, n as u64);
-            let sched = self.sched.clone();
-            sched.run_fired(fired);
+            self.sched.run_fired(fired);
         }
         n
     }
 
-    /// Step 1 of find-runnable: this P's due timers.
+    /// Step 1 of find-runnable: this P's due timers. One atomic load when
+    /// the P has no timers; a clock read otherwise.
     pub(crate) fn check_own_timers(&mut self) {
         let next = self.sched.own_timers(self.p()).next_when();
         if next == NEVER {
@@ -202,7 +231,10 @@ impl Machine {
         // Publish our deadline, then re-read the heaps (module docs).
         let mut until = sched.earliest_timer();
         loop {
-            sched.sleep_until.store(until, Ordering::SeqCst);
+            // `NEVER` would say "nobody sleeps"; one less is as far off.
+            sched
+                .sleep_until
+                .store(until.min(NEVER - 1), Ordering::SeqCst);
             fence(Ordering::SeqCst);
             let again = sched.earliest_timer();
             if again == until {

@@ -2,9 +2,11 @@
 //!
 //! The API is Go's `time` package in async Rust: [`sleep`], [`sleep_until`],
 //! [`timeout`], [`after`], [`Timer`] (with a channel, or [`after_func`]'s
-//! callback) and [`Ticker`]. Every timer lives on a per-P 4-ary heap and is
+//! callback) and [`Ticker`]. A timer lives on a per-P 4-ary heap and is
 //! fired by the scheduler loop of that P (seed 001; see `timer.rs` for the
-//! state machine and `sched/timers.rs` for how the scheduler runs them).
+//! state machine and `sched/timers.rs` for how the scheduler runs them);
+//! a timer with a channel is on a heap only while a task waits on the
+//! channel, and is otherwise run by its receivers (Go 1.23).
 //!
 //! Go's rules hold:
 //!
@@ -14,12 +16,15 @@
 //!   received from the timer's channel (Go 1.23);
 //! * a [`Ticker`] drops ticks for a slow reader instead of queueing them,
 //!   and `Ticker::new(Duration::ZERO)` panics;
-//! * dropping a `Timer` or `Ticker` handle does not stop it (stop it, or let
-//!   it fire); dropping a [`Sleep`] stops its timer.
+//! * dropping an [`after_func`] timer's handle does not stop it (stop it,
+//!   or let it fire); a channel timer or ticker stops once its handle and
+//!   every clone of its receiver are gone (nobody could see it fire), and
+//!   dropping a [`Sleep`] stops its timer.
 //!
 //! Everything here needs a goro runtime: call it from a task or inside
 //! `Runtime::block_on`; elsewhere it panics with a message saying so.
 
+pub(crate) mod clock;
 pub(crate) mod heap;
 mod sleep;
 mod ticker;
@@ -28,15 +33,17 @@ pub(crate) mod timer;
 pub use sleep::{sleep, sleep_until, timeout, Elapsed, Sleep, Timeout};
 pub use ticker::Ticker;
 
-use crate::chan::{self, Receiver, Sender};
+use crate::chan::{self, Receiver};
+use crate::sched::machine::with_current_sched;
+use crate::sched::timers::arm_timer;
 use crate::sched::Sched;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use timer::{Action, TimerInner};
 
-/// The runtime of the calling thread, or a panic naming `what`.
-pub(crate) fn runtime_for(what: &str) -> Arc<Sched> {
-    crate::sched::machine::current_sched().unwrap_or_else(|| {
+/// Runs `f` with the runtime of the calling thread, or panics naming `what`.
+pub(crate) fn with_runtime<R>(what: &str, f: impl FnOnce(&Sched) -> R) -> R {
+    with_current_sched(f).unwrap_or_else(|| {
         panic!("goro::time::{what} called outside a goro runtime: call it from a goro task or inside Runtime::block_on")
     })
 }
@@ -56,42 +63,42 @@ pub(crate) fn runtime_for(what: &str) -> Arc<Sched> {
 /// ```
 pub struct Timer {
     inner: Arc<TimerInner>,
-    sched: Arc<Sched>,
-    rx: Receiver<Instant>,
-    /// For `after_func` timers: keeps the (never-sent) channel open, as
-    /// Go's nil `C` blocks forever.
-    _keep: Option<Sender<Instant>>,
+    /// The channel (Go's `C`); for `after_func` timers made on first use, a
+    /// channel nothing is ever sent on (Go's nil `C` blocks forever).
+    rx: OnceLock<Receiver<Instant>>,
 }
 
 impl Timer {
     /// A timer that sends the current time on [`Timer::rx`] after `d`.
     ///
+    /// Until a task waits on [`Timer::rx`] the timer is just a deadline
+    /// (Go 1.23): it takes no place in any timer heap.
+    ///
     /// # Panics
     /// Outside a goro runtime.
     pub fn new(d: Duration) -> Timer {
-        let sched = runtime_for("Timer::new");
-        let (tx, rx) = chan::bounded(1);
-        let inner = TimerInner::new(Action::Send(tx, rx.clone()));
-        sched.arm_timer(&inner, sched.when_after(d), 0);
-        Timer {
-            inner,
-            sched,
-            rx,
-            _keep: None,
-        }
+        with_runtime("Timer::new", |s| {
+            let inner = TimerInner::for_chan(s.arm_queue().0.clone());
+            let rx = chan::timer_receiver(Some(inner.clone()));
+            s.arm_timer(&inner, clock::when_after(d), 0);
+            Timer {
+                inner,
+                rx: OnceLock::from(rx),
+            }
+        })
     }
 
     /// The channel on which the timer delivers its fire time (Go's `C`).
     /// For [`after_func`] timers it never receives anything.
     pub fn rx(&self) -> &Receiver<Instant> {
-        &self.rx
+        self.rx.get_or_init(|| chan::timer_receiver(None))
     }
 
     /// Prevents the timer from firing. Returns `true` if the call stopped
     /// it, `false` if it had already fired or been stopped. After it
     /// returns, no stale value is received from [`Timer::rx`].
     pub fn stop(&self) -> bool {
-        self.sched.stop_timer(&self.inner)
+        arm_timer(&self.inner, 0, 0)
     }
 
     /// Re-arms the timer to fire `d` from now. Returns whether it was armed
@@ -108,17 +115,14 @@ impl Timer {
     /// });
     /// ```
     pub fn reset(&self, d: Duration) -> bool {
-        let was = self.inner.lock().when != 0;
-        self.sched
-            .arm_timer(&self.inner, self.sched.when_after(d), 0);
-        was
+        arm_timer(&self.inner, clock::when_after(d), 0)
     }
 }
 
 impl std::fmt::Debug for Timer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Timer")
-            .field("armed", &(self.inner.lock().when != 0))
+            .field("armed", &self.inner.is_armed())
             .finish()
     }
 }
@@ -139,8 +143,10 @@ impl std::fmt::Debug for Timer {
 /// });
 /// ```
 pub fn after(d: Duration) -> Receiver<Instant> {
-    let t = Timer::new(d);
-    t.rx.clone()
+    Timer::new(d)
+        .rx
+        .into_inner()
+        .expect("a channel timer has its channel")
 }
 
 /// Calls `f` in its own task after `d` (Go's `time.AfterFunc`). The returned
@@ -163,17 +169,16 @@ pub fn after_func<F>(d: Duration, f: F) -> Timer
 where
     F: Fn() + Send + Sync + 'static,
 {
-    let sched = runtime_for("after_func");
-    let (tx, rx) = chan::bounded(1);
-    let inner = TimerInner::new(Action::Func {
-        f: Arc::new(f),
-        spawn: true,
-    });
-    sched.arm_timer(&inner, sched.when_after(d), 0);
-    Timer {
-        inner,
-        sched,
-        rx,
-        _keep: Some(tx),
-    }
+    with_runtime("after_func", |s| {
+        let inner = TimerInner::new(
+            Action::Func { spawn: true },
+            Some(Box::new(f)),
+            s.arm_queue().0.clone(),
+        );
+        s.arm_timer(&inner, clock::when_after(d), 0);
+        Timer {
+            inner,
+            rx: OnceLock::new(),
+        }
+    })
 }

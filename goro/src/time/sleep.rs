@@ -5,9 +5,9 @@
 //! zombie and swept later (see `timer.rs`). A deadline already passed is
 //! ready at once without touching any heap.
 
-use super::runtime_for;
 use super::timer::{Action, TimerInner, NEVER};
-use crate::sched::Sched;
+use super::{clock, with_runtime};
+use crate::sched::timers::arm_timer;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -28,40 +28,45 @@ use std::time::{Duration, Instant};
 /// ```
 ///
 /// # Panics
-/// When first polled outside a goro runtime.
+/// Outside a goro runtime.
 pub fn sleep(d: Duration) -> Sleep {
-    let sched = runtime_for("sleep");
-    let when = sched.when_after(d);
+    with_runtime("sleep", |_| ());
     Sleep {
-        sched,
-        when,
+        when: clock::when_after(d),
+        check_clock: d.is_zero(),
         timer: None,
     }
 }
 
 /// Waits until `deadline`. A deadline in the past is ready at once.
+///
+/// # Panics
+/// Outside a goro runtime.
 pub fn sleep_until(deadline: Instant) -> Sleep {
-    let sched = runtime_for("sleep_until");
-    let when = sched.when_of(deadline);
+    with_runtime("sleep_until", |_| ());
     Sleep {
-        sched,
-        when,
+        when: clock::when_of(deadline),
+        check_clock: true,
         timer: None,
     }
 }
 
 /// The future of [`sleep`] and [`sleep_until`].
 pub struct Sleep {
-    sched: Arc<Sched>,
-    /// Runtime nanoseconds; `NEVER` for a deadline beyond representation.
+    /// Timer clock; `NEVER` for a deadline beyond representation.
     when: u64,
+    /// Whether the deadline may already have passed when first polled
+    /// (`sleep_until`, zero sleeps): then the clock is read first, and a
+    /// passed deadline is ready without touching any heap. A `sleep(d)`
+    /// polled right after it was made skips that read.
+    check_clock: bool,
     timer: Option<Arc<TimerInner>>,
 }
 
 impl Sleep {
     /// The instant this sleep ends (`None`: never).
     pub fn deadline(&self) -> Option<Instant> {
-        (self.when != NEVER).then(|| self.sched.instant_of(self.when))
+        (self.when != NEVER).then(|| clock::instant_of(self.when))
     }
 }
 
@@ -69,24 +74,31 @@ impl Future for Sleep {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.when != NEVER && self.sched.now() >= self.when {
-            if let Some(t) = self.timer.take() {
-                self.sched.stop_timer(&t);
-            }
-            return Poll::Ready(());
-        }
         match &self.timer {
             None => {
-                let t = TimerInner::new(Action::Wake(Some(cx.waker().clone())));
-                self.sched.arm_timer(&t, self.when, 0);
+                if self.check_clock && self.when <= clock::now() {
+                    return Poll::Ready(());
+                }
+                if self.when == NEVER {
+                    return Poll::Pending; // no timer can fire; nothing to arm
+                }
+                let when = self.when;
+                let t = with_runtime("sleep", |s| {
+                    let t = TimerInner::new(
+                        Action::Wake(Some(cx.waker().clone())),
+                        None,
+                        s.arm_queue().0.clone(),
+                    );
+                    s.arm_timer(&t, when, 0);
+                    t
+                });
                 self.timer = Some(t);
             }
             Some(t) => {
                 let mut st = t.lock();
                 if st.when == 0 {
-                    // Fired (the clock check above can lag the heap's by a hair).
                     drop(st);
-                    self.timer = None;
+                    self.timer = None; // fired
                     return Poll::Ready(());
                 }
                 if let Action::Wake(w) = &mut st.action {
@@ -104,7 +116,7 @@ impl Future for Sleep {
 impl Drop for Sleep {
     fn drop(&mut self) {
         if let Some(t) = self.timer.take() {
-            self.sched.stop_timer(&t);
+            arm_timer(&t, 0, 0);
         }
     }
 }

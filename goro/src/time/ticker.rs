@@ -1,9 +1,9 @@
 //! `Ticker`: a periodic timer whose ticks a slow reader drops, as in Go.
 
-use super::runtime_for;
-use super::timer::{Action, TimerInner};
+use super::timer::TimerInner;
+use super::{clock, with_runtime};
 use crate::chan::{self, Receiver};
-use crate::sched::Sched;
+use crate::sched::timers::arm_timer;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 /// ```
 pub struct Ticker {
     inner: Arc<TimerInner>,
-    sched: Arc<Sched>,
     rx: Receiver<Instant>,
 }
 
@@ -45,11 +44,12 @@ impl Ticker {
     /// If `d` is zero, or outside a goro runtime.
     pub fn new(d: Duration) -> Ticker {
         let period = period_ns(d, "new");
-        let sched = runtime_for("Ticker::new");
-        let (tx, rx) = chan::bounded(1);
-        let inner = TimerInner::new(Action::Send(tx, rx.clone()));
-        sched.arm_timer(&inner, sched.when_after(d), period);
-        Ticker { inner, sched, rx }
+        with_runtime("Ticker::new", |s| {
+            let inner = TimerInner::for_chan(s.arm_queue().0.clone());
+            let rx = chan::timer_receiver(Some(inner.clone()));
+            s.arm_timer(&inner, clock::when_after(d), period);
+            Ticker { inner, rx }
+        })
     }
 
     /// The channel of ticks (Go's `C`).
@@ -59,7 +59,7 @@ impl Ticker {
 
     /// Turns the ticker off; no tick is received after it returns.
     pub fn stop(&self) {
-        self.sched.stop_timer(&self.inner);
+        arm_timer(&self.inner, 0, 0);
     }
 
     /// Restarts the ticker with period `d`, the next tick `d` from now.
@@ -68,8 +68,7 @@ impl Ticker {
     /// If `d` is zero.
     pub fn reset(&self, d: Duration) {
         let period = period_ns(d, "reset");
-        self.sched
-            .arm_timer(&self.inner, self.sched.when_after(d), period);
+        arm_timer(&self.inner, clock::when_after(d), period);
     }
 }
 

@@ -4,76 +4,140 @@
 //!
 //! Each P owns a [`TimerQueue`]: a 4-ary heap under its own lock. A timer is
 //! armed on the heap of the P that arms it, and that P's scheduler loop runs
-//! its due timers at the top of find-runnable, so in the common case the
-//! lock is uncontended and a timer fires on the thread (and cache) that
-//! armed it. Before seed 001, Go kept all timers in a few global heaps with
-//! a dedicated timer goroutine; every arm and every fire crossed threads.
+//! its due timers in find-runnable, so in the common case the lock is
+//! uncontended and a timer fires on the thread (and cache) that armed it.
+//! Before seed 001, Go kept all timers in a few global heaps with a
+//! dedicated timer goroutine; every arm and every fire crossed threads.
 //! `Policy::timers = Global` restores that shape (one heap, one lock, checked
-//! by every P) so the difference can be measured.
+//! by every P) so the difference can be measured. How the scheduler runs the
+//! queues is in `sched/timers.rs`.
 //!
-//! A P with no work gives its P back; its timers are then run by thieves on
-//! their last steal pass (the timer mask says which idle Ps have timers),
-//! and one parked thread sleeps until the earliest timer of all Ps so that a
-//! timer fires on time even when every P is idle (see `sched::find`).
+//! # Channel timers are on a heap only while someone waits (Go 1.23)
+//!
+//! A timer with a channel ([`Timer::new`], [`after`], [`Ticker`]) is put on a
+//! heap only while a receiver is parked on its channel. Otherwise it is just
+//! a deadline: the channel's receive paths call [`TimerInner::maybe_run_chan`]
+//! first, which sends the value inline if the deadline has passed. So
+//! `Timer::new(d)` followed by `stop()` never touches a heap, `after(1ns)`
+//! followed by a receive is one lock round trip and no wake-up, and a timer
+//! (or ticker) that nobody reads costs nothing. A receiver that parks calls
+//! [`TimerInner::block_chan`] (which puts the timer on the current P's heap)
+//! and, when it stops waiting, [`TimerInner::unblock_chan`] (the last one
+//! turns the entry into a zombie). The channel owns its timer; the timer
+//! points back at the channel through a pointer the channel clears, under
+//! the timer lock, when it is dropped.
+//!
+//! [`Timer::new`]: crate::time::Timer::new
+//! [`after`]: crate::time::after
+//! [`Ticker`]: crate::time::Ticker
 //!
 //! # The state machine
 //!
 //! A timer's state sits under its own small mutex: the deadline `when`
 //! (`0` = not armed), the sequence number of its live heap entry, which queue
-//! holds that entry, and the action. Lock order is always *queue, then
-//! timer*; arming takes the timer lock alone, then (only when a new heap
-//! entry is needed) the queue lock followed by the timer lock again.
+//! holds that entry, and the action. Lock order is *queue, then timer, then
+//! channel*; arming takes the timer lock alone, then (only when a new heap
+//! entry is needed) the queue lock followed by the timer lock again. The
+//! channel code calls into the timer only with no channel lock held.
 //!
 //! Stop and reset are O(1) and never touch another P's heap (Go 1.23's lazy
 //! scheme):
 //!
 //! * `stop` clears `when`. The heap entry stays as a *zombie* until it
 //!   reaches the top or until zombies pass a quarter of the heap and the
-//!   owner sweeps them.
+//!   next push or run sweeps them.
 //! * `reset` to a time no earlier than the live entry just moves `when`; the
 //!   entry surfaces at the old time, sees the later `when`, and is re-pushed
 //!   (lazy modification). Only a reset to an *earlier* time pushes a new
 //!   entry (on the current P) and leaves the old one a zombie.
 //!
-//! An entry is live iff its `seq` and queue match the timer's; everything
-//! else is a zombie and is dropped when popped.
+//! An entry is live iff its `seq` is the timer's `live` sequence number
+//! (each orphaning bumps `seq`, so no two entries of one timer in any heaps
+//! are ever live); everything else is a zombie and is dropped when popped.
+//! `live` is an atomic mirror of that fact, so a sweep decides without
+//! locking any timer.
 //!
 //! Go 1.23's channel rule holds: a timer's channel send happens under the
 //! timer lock, and `stop`/`reset` drain the channel under the same lock, so
 //! after either returns no stale value can be received.
+//!
+//! # Rejected
+//!
+//! - Eager channel timers (on a heap from `Timer::new` on, the first
+//!   version): every `Timer::new`+`stop` paid a heap push and a zombie, and
+//!   `after`+receive a park and a wake; Go 1.23 dropped that for the same
+//!   reason.
+//! - The callback in an `Arc<dyn Fn>` cloned out on every fire: the timer
+//!   itself is already shared, so the callback lives in it, fixed at
+//!   creation and called without the lock.
 
-use crate::chan::{Receiver, Sender};
+use crate::chan::chan::Chan;
 use crate::loom::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sched::Sched;
+use crate::time::clock;
 use crate::time::heap::Heap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::Waker;
 use std::time::Instant;
 
-/// "Never": a deadline too far to represent, or no timer at all.
-pub(crate) const NEVER: u64 = u64::MAX;
+pub(crate) use clock::NEVER;
+
+/// `live` when the timer has no heap entry.
+const NO_ENTRY: u64 = u64::MAX;
 
 /// What a timer does when it fires.
 pub(crate) enum Action {
     /// Wake a task (sleep, timeout, deadlines).
     Wake(Option<Waker>),
-    /// Send the fire time on a channel of capacity 1; dropped if full
-    /// (`Timer::rx`, `Ticker::rx`, `after`). The receiver is kept to drain
-    /// stale values on stop/reset.
-    Send(Sender<Instant>, Receiver<Instant>),
-    /// Run a function: as its own task (`after_func`) or inline (internal
-    /// callbacks such as context cancellation, which never block).
-    Func {
-        f: Arc<dyn Fn() + Send + Sync>,
-        spawn: bool,
-    },
+    /// Send the fire time on the timer's channel (`Timer::rx`, `Ticker::rx`,
+    /// `after`); dropped if the channel is full.
+    Chan(ChanTimer),
+    /// Run the timer's function: as its own task (`after_func`) or inline
+    /// (internal callbacks such as context cancellation, which never block).
+    Func { spawn: bool },
+}
+
+/// A channel timer's link to its channel.
+pub(crate) struct ChanTimer {
+    /// The channel that owns this timer; null before [`TimerInner::attach_chan`]
+    /// and after the channel is dropped ([`TimerInner::detach_chan`]).
+    chan: *const Chan<Instant>,
+    /// Receivers parked on the channel (Go's `blocked`).
+    blocked: u32,
+}
+
+// SAFETY: the pointer is only dereferenced under the timer lock while it is
+// non-null, and the channel nulls it under that lock before it is freed.
+unsafe impl Send for ChanTimer {}
+
+impl ChanTimer {
+    fn chan(&self) -> Option<&Chan<Instant>> {
+        // SAFETY: called under the timer lock (we are inside its `TState`);
+        // a non-null pointer is a channel whose drop has not yet passed
+        // `detach_chan`, which needs this lock, so it is alive.
+        unsafe { self.chan.as_ref() }
+    }
+
+    /// Sends `at` (dropped if the one-slot buffer is full); the receiver to
+    /// wake, if one was handed the value.
+    fn send(&self, at: Instant) -> Option<Waker> {
+        let c = self.chan()?;
+        let mut inner = c.lock();
+        c.send_locked(&mut inner, at, None).ok().flatten()
+    }
+
+    /// Takes every buffered value; whether there was one.
+    fn drain(&self) -> bool {
+        self.chan().is_some_and(|c| c.drain_buffer())
+    }
 }
 
 pub(crate) struct TState {
-    /// Deadline in runtime nanoseconds; 0 when not armed.
+    /// Deadline on the timer clock; 0 when not armed.
     pub(crate) when: u64,
     /// Period for tickers (0: one-shot).
     pub(crate) period: u64,
-    /// Sequence number of the live heap entry.
+    /// Sequence number of the live heap entry (or of the next one).
     seq: u64,
     /// The queue holding the live entry, and the entry's deadline.
     entry: Option<(Arc<TimerQueue>, u64)>,
@@ -81,26 +145,31 @@ pub(crate) struct TState {
 }
 
 impl TState {
-    fn is_live(&self, q: &TimerQueue, seq: u64, when: u64) -> bool {
-        self.seq == seq
-            && matches!(&self.entry, Some((eq, w)) if std::ptr::eq(&**eq, q) && *w == when)
-    }
-
-    /// Turns the live entry, if any, into a zombie of its queue.
-    fn orphan_entry(&mut self) {
-        if let Some((q, _)) = self.entry.take() {
-            self.seq += 1;
-            q.zombies.fetch_add(1, Ordering::Relaxed);
-        }
+    /// Whether the timer must be on a heap to fire: an armed timer, except a
+    /// channel timer with nobody waiting (its receivers run it).
+    fn needs_heap(&self) -> bool {
+        self.when != 0
+            && self.when != NEVER
+            && match &self.action {
+                Action::Chan(c) => c.blocked > 0,
+                _ => true,
+            }
     }
 }
 
 /// A timer, shared by its handle and the heap entries that point to it.
 pub(crate) struct TimerInner {
     state: Mutex<TState>,
+    /// `seq` of the live heap entry, `NO_ENTRY` if none (see module docs).
+    live: AtomicU64,
+    /// `after_func`'s function and internal callbacks; fixed at creation.
+    func: Option<Box<dyn Fn() + Send + Sync>>,
+    /// The queue it was made on: its runtime, for arming from a thread that
+    /// belongs to none.
+    pub(crate) home: Arc<TimerQueue>,
 }
 
-pub(crate) struct HeapItem {
+struct HeapItem {
     timer: Arc<TimerInner>,
     seq: u64,
 }
@@ -111,20 +180,27 @@ pub(crate) struct TimerQueue {
     /// Earliest deadline in the heap (zombies included), `NEVER` if empty;
     /// read without the lock by the scheduler loop.
     next: AtomicU64,
-    /// Entries orphaned by stop/reset and not yet removed.
+    /// Entries orphaned by stop/reset and not yet removed (approximate:
+    /// a sweep and an orphaning may pass each other; it only paces sweeps).
     zombies: AtomicUsize,
     /// Heap entries, live and zombie.
     len: AtomicUsize,
+    /// The runtime the queue belongs to.
+    pub(crate) sched: Weak<Sched>,
 }
 
 /// What firing produced, to be run after the locks are released.
 pub(crate) enum Fired {
     Wake(Waker),
-    Func(Arc<dyn Fn() + Send + Sync>, bool),
+    Func(Arc<TimerInner>, bool),
 }
 
 impl TimerInner {
-    pub(crate) fn new(action: Action) -> Arc<TimerInner> {
+    pub(crate) fn new(
+        action: Action,
+        func: Option<Box<dyn Fn() + Send + Sync>>,
+        home: Arc<TimerQueue>,
+    ) -> Arc<TimerInner> {
         Arc::new(TimerInner {
             state: Mutex::new(TState {
                 when: 0,
@@ -133,39 +209,169 @@ impl TimerInner {
                 entry: None,
                 action,
             }),
+            live: AtomicU64::new(NO_ENTRY),
+            func,
+            home,
         })
+    }
+
+    /// A channel timer, not yet attached to its channel.
+    pub(crate) fn for_chan(home: Arc<TimerQueue>) -> Arc<TimerInner> {
+        TimerInner::new(
+            Action::Chan(ChanTimer {
+                chan: std::ptr::null(),
+                blocked: 0,
+            }),
+            None,
+            home,
+        )
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, TState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Stops the timer: returns whether it was armed (this call prevented a
-    /// fire). O(1): the heap entry stays behind as a zombie.
-    pub(crate) fn stop(&self) -> bool {
-        let mut st = self.lock();
-        let was = st.when != 0;
-        st.when = 0;
-        st.orphan_entry();
-        drain_stale(&st.action);
-        was
+    /// Calls the function of an `after_func` or internal timer.
+    pub(crate) fn call(&self) {
+        if let Some(f) = &self.func {
+            f();
+        }
     }
-}
 
-/// Go 1.23: after stop/reset returns, no value sent before it is received.
-fn drain_stale(a: &Action) {
-    if let Action::Send(_, rx) = a {
-        while rx.try_recv().is_ok() {}
+    /// Whether a call to stop now would find the timer armed.
+    pub(crate) fn is_armed(&self) -> bool {
+        self.lock().when != 0
+    }
+
+    /// Turns the live entry, if any, into a zombie of its queue.
+    fn orphan_entry(&self, st: &mut TState) {
+        if let Some((q, _)) = st.entry.take() {
+            st.seq += 1;
+            // Relaxed: sweeps re-check under the heap lock whatever they decide.
+            self.live.store(NO_ENTRY, Ordering::Relaxed);
+            q.zombies.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Sets the deadline (`0`: stop) and period. Returns whether the timer
+    /// was pending (armed, or with an undelivered value that this call
+    /// drained, as Go 1.23 counts it) and whether it now needs a heap entry
+    /// that it lacks (the caller then calls [`push`]).
+    pub(crate) fn set(&self, when: u64, period: u64) -> (bool, bool) {
+        let mut st = self.lock();
+        let mut pending = st.when != 0;
+        if let Action::Chan(c) = &st.action {
+            pending |= c.drain();
+        }
+        st.when = when;
+        st.period = period;
+        if !st.needs_heap() {
+            // Stopped, never, or a channel timer nobody waits on (whose
+            // entry, if any, was orphaned by its last receiver).
+            if when == 0 || when == NEVER {
+                self.orphan_entry(&mut st);
+            }
+            return (pending, false);
+        }
+        let lazy = matches!(st.entry, Some((_, w)) if w <= when);
+        (pending, !lazy)
+    }
+
+    /// Binds a channel timer to its channel (once, right after both exist).
+    pub(crate) fn attach_chan(&self, chan: &Chan<Instant>) {
+        if let Action::Chan(c) = &mut self.lock().action {
+            c.chan = chan;
+        }
+    }
+
+    /// The channel is being dropped: forget it and stop.
+    pub(crate) fn detach_chan(&self) {
+        let mut st = self.lock();
+        if let Action::Chan(c) = &mut st.action {
+            c.chan = std::ptr::null();
+        }
+        st.when = 0;
+        self.orphan_entry(&mut st);
+    }
+
+    /// Go's `maybeRunChan`: a receiver is about to look at the channel; if
+    /// the timer is due and no heap is in charge of it, send now.
+    pub(crate) fn maybe_run_chan(&self) {
+        // Relaxed: a stale "heaped" only means the heap sends a moment
+        // later; a stale "not heaped" is re-checked under the lock.
+        if self.live.load(Ordering::Relaxed) != NO_ENTRY {
+            return;
+        }
+        let mut st = self.lock();
+        if st.entry.is_some() || st.when == 0 || st.when == NEVER {
+            return;
+        }
+        let now = clock::now();
+        if st.when > now {
+            return;
+        }
+        let woken = self.fire_locked(&mut st, now);
+        drop(st);
+        if let Some(Fired::Wake(w)) = woken {
+            w.wake();
+        }
+    }
+
+    /// Go's `blockTimerChan`: a receiver parked on the channel. Returns
+    /// whether the timer now needs a heap entry (the caller pushes it).
+    pub(crate) fn block_chan(&self) -> bool {
+        let mut st = self.lock();
+        let Action::Chan(c) = &mut st.action else {
+            return false;
+        };
+        c.blocked += 1;
+        st.needs_heap() && st.entry.is_none()
+    }
+
+    /// Go's `unblockTimerChan`: a receiver stopped waiting; the last one
+    /// leaves the heap entry as a zombie (the deadline stays armed).
+    pub(crate) fn unblock_chan(&self) {
+        let mut st = self.lock();
+        let Action::Chan(c) = &mut st.action else {
+            return;
+        };
+        c.blocked -= 1;
+        if c.blocked == 0 {
+            self.orphan_entry(&mut st);
+        }
+    }
+
+    /// Fires a due timer (`st.when <= now`): advances a ticker or disarms,
+    /// and does or returns the action. The heap entry is the caller's.
+    fn fire_locked(&self, st: &mut TState, now: u64) -> Option<Fired> {
+        let at = clock::instant_of(st.when);
+        if st.period > 0 {
+            // A ticker: the next tick one period after the missed ones.
+            let behind = now - st.when;
+            st.when = st
+                .when
+                .saturating_add(st.period.saturating_mul(1 + behind / st.period))
+                .min(NEVER - 1);
+        } else {
+            st.when = 0;
+        }
+        match &mut st.action {
+            Action::Wake(w) => w.take().map(Fired::Wake),
+            // Under the timer lock, as stop/reset drain under it.
+            Action::Chan(c) => c.send(at).map(Fired::Wake),
+            Action::Func { .. } => None, // the caller has the Arc
+        }
     }
 }
 
 impl TimerQueue {
-    pub(crate) fn new() -> Arc<TimerQueue> {
+    pub(crate) fn new(sched: Weak<Sched>) -> Arc<TimerQueue> {
         Arc::new(TimerQueue {
             heap: Mutex::new(Heap::default()),
             next: AtomicU64::new(NEVER),
             zombies: AtomicUsize::new(0),
             len: AtomicUsize::new(0),
+            sched,
         })
     }
 
@@ -190,53 +396,70 @@ impl TimerQueue {
         self.next
             .store(heap.peek_when().unwrap_or(NEVER), Ordering::Release);
     }
+
+    /// Drops zombies from the top (Go's `cleanHead`) and sweeps the whole
+    /// heap when they pass a quarter of it, deciding each entry from its
+    /// timer's `live` word without taking the timer's lock.
+    fn clean(&self, heap: &mut Heap<HeapItem>) {
+        let is_live = |e: &HeapItem| e.timer.live.load(Ordering::Relaxed) == e.seq;
+        let mut removed = 0;
+        while heap.peek().is_some_and(|e| !is_live(e)) {
+            heap.pop();
+            removed += 1;
+        }
+        let z = self.zombies.load(Ordering::Relaxed).saturating_sub(removed);
+        if z > 0 && z * 4 > heap.len() {
+            heap.retain(|e| {
+                let keep = is_live(e);
+                removed += usize::from(!keep);
+                keep
+            });
+        }
+        if removed > 0 {
+            let _ = self
+                .zombies
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |z| {
+                    Some(z.saturating_sub(removed))
+                });
+        }
+    }
 }
 
-/// Arms (or re-arms) `t` for `when` (`period` for tickers), using queue `q`
-/// if a new heap entry is needed. Returns true if one was pushed, so the
-/// caller may have to wake a thread sleeping until a later deadline.
-pub(crate) fn arm(q: &Arc<TimerQueue>, t: &Arc<TimerInner>, when: u64, period: u64) -> bool {
-    {
-        let mut st = t.lock();
-        drain_stale(&st.action);
-        st.when = when;
-        st.period = period;
-        if when == NEVER {
-            st.orphan_entry(); // armed, but can never fire: no entry
-            return false;
-        }
-        if let Some((_, entry_when)) = st.entry {
-            if entry_when <= when {
-                return false; // lazy modification: the old entry surfaces first
-            }
-        }
-    }
+/// Makes sure `t` has a heap entry no later than its deadline if it needs
+/// one, pushing onto `q`. Returns the deadline if the new entry became `q`'s
+/// earliest, so the caller may have to wake a thread sleeping until later.
+pub(crate) fn push(q: &Arc<TimerQueue>, t: &Arc<TimerInner>) -> Option<u64> {
     let mut heap = q.heap();
     let mut st = t.lock();
-    if st.when != when {
-        return false; // a concurrent stop/reset overtook us and did its own bookkeeping
+    // Re-checked under the locks: a concurrent stop/reset/fire may have done
+    // the bookkeeping already.
+    if !st.needs_heap() || matches!(st.entry, Some((_, w)) if w <= st.when) {
+        return None;
     }
-    if matches!(st.entry, Some((_, w)) if w <= when) {
-        return false;
-    }
-    st.orphan_entry();
+    t.orphan_entry(&mut st);
+    let when = st.when;
     st.entry = Some((q.clone(), when));
+    // Relaxed: readers of `live` re-check under a lock before acting on "live".
+    t.live.store(st.seq, Ordering::Relaxed);
+    let seq = st.seq;
+    drop(st);
+    let new_head = heap.peek_when().is_none_or(|w| when < w);
     heap.push(
         when,
         HeapItem {
             timer: t.clone(),
-            seq: st.seq,
+            seq,
         },
     );
-    drop(st);
+    q.clean(&mut heap);
     q.publish(&heap);
-    true
+    new_head.then_some(when)
 }
 
 impl TimerQueue {
     /// Runs every timer due at `now`, appending what must happen once the
     /// locks are released (wakes, callbacks). Any thread may call it: the
-    /// owner, or a thief for an idle or stuck P. Returns how many fired.
+    /// owner, or a thief. Returns how many fired.
     pub(crate) fn run(&self, now: u64, out: &mut Vec<Fired>) -> usize {
         if self.next_when() > now {
             return 0;
@@ -247,8 +470,12 @@ impl TimerQueue {
             let e = heap.pop().expect("peeked");
             let t = e.item.timer;
             let mut st = t.lock();
-            if !st.is_live(self, e.item.seq, e.when) {
-                self.zombies.fetch_sub(1, Ordering::Relaxed);
+            if st.entry.is_none() || st.seq != e.item.seq {
+                let _ = self
+                    .zombies
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |z| {
+                        Some(z.saturating_sub(1))
+                    });
                 continue;
             }
             if st.when > now {
@@ -263,10 +490,9 @@ impl TimerQueue {
                 continue;
             }
             fired += 1;
-            if st.period > 0 {
-                // A ticker: the next tick one period after the missed ones.
-                let behind = now - st.when;
-                st.when += st.period * (1 + behind / st.period);
+            let action = t.fire_locked(&mut st, now);
+            if st.needs_heap() {
+                // A ticker that someone waits on: its next tick.
                 let (w, seq) = (st.when, st.seq);
                 if let Some(entry) = st.entry.as_mut() {
                     entry.1 = w;
@@ -279,36 +505,21 @@ impl TimerQueue {
                     },
                 );
             } else {
-                st.when = 0;
                 st.entry = None;
+                t.live.store(NO_ENTRY, Ordering::Relaxed);
             }
-            match &mut st.action {
-                Action::Wake(w) => {
-                    if let Some(w) = w.take() {
-                        out.push(Fired::Wake(w));
-                    }
-                }
-                // Under the timer lock, as stop/reset drain under it.
-                Action::Send(tx, _) => {
-                    let _ = tx.try_send(Instant::now());
-                }
-                Action::Func { f, spawn } => out.push(Fired::Func(f.clone(), *spawn)),
+            let spawn = match &st.action {
+                Action::Func { spawn } => Some(*spawn),
+                _ => None,
+            };
+            drop(st);
+            match (action, spawn) {
+                (Some(a), _) => out.push(a),
+                (None, Some(spawn)) => out.push(Fired::Func(t, spawn)),
+                (None, None) => {}
             }
         }
-        // Sweep when zombies pass a quarter of the heap.
-        let z = self.zombies.load(Ordering::Relaxed);
-        if z > 0 && z * 4 > heap.len() {
-            let mut removed = 0;
-            heap.retain(|e| {
-                let keep = e.item.timer.lock().is_live(self, e.item.seq, e.when);
-                removed += usize::from(!keep);
-                keep
-            });
-            self.zombies.fetch_sub(
-                removed.min(self.zombies.load(Ordering::Relaxed)),
-                Ordering::Relaxed,
-            );
-        }
+        self.clean(&mut heap);
         self.publish(&heap);
         fired
     }
@@ -320,6 +531,12 @@ impl TimerQueue {
         let out: Vec<_> = heap.drain().map(|e| e.item.timer).collect();
         self.zombies.store(0, Ordering::Relaxed);
         self.publish(&heap);
+        drop(heap);
+        for t in &out {
+            let mut st = t.lock();
+            st.entry = None;
+            t.live.store(NO_ENTRY, Ordering::Relaxed);
+        }
         out
     }
 }
@@ -332,21 +549,34 @@ mod loom_tests {
     use crate::loom::thread;
     use std::sync::atomic::AtomicUsize as StdCount;
 
-    fn counting_timer() -> (Arc<TimerInner>, Arc<StdCount>) {
+    fn queue() -> Arc<TimerQueue> {
+        TimerQueue::new(Weak::new())
+    }
+
+    fn counting_timer(home: &Arc<TimerQueue>) -> (Arc<TimerInner>, Arc<StdCount>) {
         let n = Arc::new(StdCount::new(0));
         let c = n.clone();
-        let f: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
+        let f: Box<dyn Fn() + Send + Sync> = Box::new(move || {
             c.fetch_add(1, Ordering::SeqCst);
         });
-        (TimerInner::new(Action::Func { f, spawn: false }), n)
+        (
+            TimerInner::new(Action::Func { spawn: false }, Some(f), home.clone()),
+            n,
+        )
+    }
+
+    fn arm(q: &Arc<TimerQueue>, t: &Arc<TimerInner>, when: u64) {
+        if t.set(when, 0).1 {
+            push(q, t);
+        }
     }
 
     fn fire(q: &TimerQueue, now: u64) {
         let mut out = Vec::new();
         q.run(now, &mut out);
         for f in out {
-            if let Fired::Func(f, _) = f {
-                f();
+            if let Fired::Func(t, _) = f {
+                t.call();
             }
         }
     }
@@ -361,12 +591,12 @@ mod loom_tests {
     #[test]
     fn loom_timer_stop_races_fire() {
         loom::model(|| {
-            let q0 = TimerQueue::new();
-            let (t, fired) = counting_timer();
-            arm(&q0, &t, 10, 0);
+            let q0 = queue();
+            let (t, fired) = counting_timer(&q0);
+            arm(&q0, &t, 10);
             let (q, tt) = (q0.clone(), t.clone());
             let owner = thread::spawn(move || fire(&q, 100));
-            let stopped = t.stop();
+            let stopped = t.set(0, 0).0;
             owner.join().unwrap();
             fire(&q0, 1000);
             assert_eq!(fired.load(Ordering::SeqCst) + usize::from(stopped), 1);
@@ -380,12 +610,12 @@ mod loom_tests {
     #[test]
     fn loom_timer_reset_on_another_p_races_fire() {
         loom::model(|| {
-            let (q0, q1) = (TimerQueue::new(), TimerQueue::new());
-            let (t, fired) = counting_timer();
-            arm(&q0, &t, 10, 0);
+            let (q0, q1) = (queue(), queue());
+            let (t, fired) = counting_timer(&q0);
+            arm(&q0, &t, 10);
             let (q, tt) = (q0.clone(), t.clone());
             let owner = thread::spawn(move || fire(&q, 100));
-            arm(&q1, &t, 5, 0);
+            arm(&q1, &t, 5);
             owner.join().unwrap();
             let before = fired.load(Ordering::SeqCst);
             fire(&q0, 1000);
@@ -409,18 +639,44 @@ mod loom_tests {
     #[test]
     fn loom_timer_lazy_reset_races_fire() {
         loom::model(|| {
-            let q0 = TimerQueue::new();
-            let (t, fired) = counting_timer();
-            arm(&q0, &t, 10, 0);
+            let q0 = queue();
+            let (t, fired) = counting_timer(&q0);
+            arm(&q0, &t, 10);
             let (q, tt) = (q0.clone(), t.clone());
             let owner = thread::spawn(move || fire(&q, 100));
-            arm(&q0, &t, 500, 0);
+            arm(&q0, &t, 500);
             owner.join().unwrap();
             fire(&q0, 1000);
             let n = fired.load(Ordering::SeqCst);
             assert!(n == 1 || n == 2, "fired {n} times");
             assert_clean(&q0);
             drop(tt);
+        });
+    }
+
+    /// A stop racing a sweep triggered by a push on the same heap: the
+    /// lock-free liveness check never drops a live entry, and the stopped
+    /// timer never fires.
+    #[test]
+    fn loom_timer_sweep_races_stop() {
+        loom::model(|| {
+            let q0 = queue();
+            let (a, fa) = counting_timer(&q0);
+            let (b, fb) = counting_timer(&q0);
+            arm(&q0, &a, 10);
+            arm(&q0, &b, 20);
+            let aa = a.clone();
+            let stopper = thread::spawn(move || aa.set(0, 0).0);
+            // Pushing c sweeps if a's zombie is already counted.
+            let (c, fc) = counting_timer(&q0);
+            arm(&q0, &c, 30);
+            let stopped = stopper.join().unwrap();
+            assert!(stopped, "a was armed");
+            fire(&q0, 1000);
+            assert_eq!(fa.load(Ordering::SeqCst), 0, "a was stopped");
+            assert_eq!(fb.load(Ordering::SeqCst), 1, "b fires once");
+            assert_eq!(fc.load(Ordering::SeqCst), 1, "c fires once");
+            assert_clean(&q0);
         });
     }
 }

@@ -1,0 +1,68 @@
+//! The timer clock: nanoseconds since one process-wide epoch (Go's
+//! `nanotime`).
+//!
+//! Every deadline in the timer heaps is a `u64` on this clock, not an
+//! `Instant`: it is one word to compare and store, and `0` and `u64::MAX`
+//! are free to mean "not armed" and "never". The epoch is shared by every
+//! runtime in the process, so a timer needs no reference to its runtime to
+//! know whether it is due (a channel timer checks that on the receiver's
+//! thread, see `timer.rs`).
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// "Never": a deadline too far to represent, or no timer at all.
+pub(crate) const NEVER: u64 = u64::MAX;
+
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// Nanoseconds now (never 0, which means "not armed").
+#[inline]
+pub(crate) fn now() -> u64 {
+    (epoch().elapsed().as_nanos() as u64).max(1)
+}
+
+/// The clock value of `t`: 1 for anything before the epoch, `NEVER` past
+/// `u64`.
+pub(crate) fn when_of(t: Instant) -> u64 {
+    match t.checked_duration_since(epoch()) {
+        None => 1,
+        Some(d) => u64::try_from(d.as_nanos()).map_or(NEVER, |n| n.clamp(1, NEVER - 1)),
+    }
+}
+
+/// The clock value `d` from now, saturating to `NEVER`.
+pub(crate) fn when_after(d: Duration) -> u64 {
+    match u64::try_from(d.as_nanos()) {
+        Ok(n) => now().checked_add(n).map_or(NEVER, |w| w.min(NEVER - 1)),
+        Err(_) => NEVER,
+    }
+}
+
+/// The instant of clock value `when`.
+pub(crate) fn instant_of(when: u64) -> Instant {
+    epoch() + Duration::from_nanos(when)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instants_round_trip_through_the_clock() {
+        let t = Instant::now() + Duration::from_millis(5);
+        let back = instant_of(when_of(t));
+        let diff = if back > t { back - t } else { t - back };
+        assert!(diff < Duration::from_micros(1), "{diff:?}");
+    }
+
+    #[test]
+    fn far_deadlines_saturate_to_never() {
+        assert_eq!(when_after(Duration::MAX), NEVER);
+        assert_eq!(when_after(Duration::from_secs(u64::MAX / 2)), NEVER);
+        assert!(when_after(Duration::ZERO) >= 1);
+    }
+}
