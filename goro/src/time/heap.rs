@@ -11,13 +11,6 @@
 //! until [`Heap::retain`] sweeps them, which the timer code does when zombies
 //! pass a quarter of the heap. That keeps stop and reset O(1).
 
-/// One heap entry: a deadline and what it is for.
-#[derive(Debug)]
-pub(crate) struct Entry<T> {
-    pub(crate) when: u64,
-    pub(crate) item: T,
-}
-
 /// The deadlines and the items are kept in two parallel arrays: a
 /// sift-down compares four children's deadlines, which are then 32
 /// adjacent bytes (half a cache line) instead of four 24-byte entries
@@ -61,8 +54,8 @@ impl<T> Heap<T> {
         self.sift_up(self.whens.len() - 1);
     }
 
-    /// Removes and returns the earliest entry.
-    pub(crate) fn pop(&mut self) -> Option<Entry<T>> {
+    /// Removes and returns the earliest entry: its deadline and item.
+    pub(crate) fn pop(&mut self) -> Option<(u64, T)> {
         if self.whens.is_empty() {
             return None;
         }
@@ -71,7 +64,7 @@ impl<T> Heap<T> {
         if !self.whens.is_empty() {
             self.sift_down(0);
         }
-        Some(Entry { when, item })
+        Some((when, item))
     }
 
     /// Keeps only the items for which `keep` is true, then restores the
@@ -94,12 +87,10 @@ impl<T> Heap<T> {
         }
     }
 
-    /// Removes every entry.
-    pub(crate) fn drain(&mut self) -> impl Iterator<Item = Entry<T>> + '_ {
-        self.whens
-            .drain(..)
-            .zip(self.items.drain(..))
-            .map(|(when, item)| Entry { when, item })
+    /// Removes every item.
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
+        self.whens.clear();
+        self.items.drain(..)
     }
 
     fn sift_up(&mut self, mut i: usize) {
@@ -167,7 +158,7 @@ mod tests {
             }
             let mut sorted = whens.clone();
             sorted.sort();
-            let popped: Vec<u64> = std::iter::from_fn(|| h.pop()).map(|e| e.when).collect();
+            let popped: Vec<u64> = std::iter::from_fn(|| h.pop()).map(|e| e.0).collect();
             prop_assert_eq!(popped, sorted);
         }
 
@@ -180,7 +171,7 @@ mod tests {
             h.retain(|item| item % drop_mod != 0);
             let mut want: Vec<u64> = whens.iter().enumerate().filter(|(i, _)| i % drop_mod != 0).map(|(_, &w)| w).collect();
             want.sort();
-            let popped: Vec<u64> = std::iter::from_fn(|| h.pop()).map(|e| e.when).collect();
+            let popped: Vec<u64> = std::iter::from_fn(|| h.pop()).map(|e| e.0).collect();
             prop_assert_eq!(popped, want);
         }
     }

@@ -467,10 +467,10 @@ impl TimerQueue {
         let mut heap = self.heap();
         let mut fired = 0;
         while heap.peek_when().is_some_and(|w| w <= now) {
-            let e = heap.pop().expect("peeked");
-            let t = e.item.timer;
+            let (_, e) = heap.pop().expect("peeked");
+            let t = e.timer;
             let mut st = t.lock();
-            if st.entry.is_none() || st.seq != e.item.seq {
+            if st.entry.is_none() || st.seq != e.seq {
                 let _ = self
                     .zombies
                     .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |z| {
@@ -528,7 +528,7 @@ impl TimerQueue {
     /// outside the lock.
     pub(crate) fn drain(&self) -> Vec<Arc<TimerInner>> {
         let mut heap = self.heap();
-        let out: Vec<_> = heap.drain().map(|e| e.item.timer).collect();
+        let out: Vec<_> = heap.drain().map(|e| e.timer).collect();
         self.zombies.store(0, Ordering::Relaxed);
         self.publish(&heap);
         drop(heap);
