@@ -238,6 +238,12 @@ impl Sched {
         if !self.global.is_empty() {
             self.wakep();
         }
+        // Its timers need a thread to wake for them (Go's handoffp does the
+        // same): one armed while every P was busy woke nobody.
+        let when = self.ps[p].timers.next_when();
+        if when != crate::time::timer::NEVER {
+            self.timer_added(when);
+        }
     }
 
     /// Go's `startm`: runs P `p` on an idle M, or on a new thread.

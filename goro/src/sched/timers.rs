@@ -14,6 +14,12 @@
 //!   fires on time even when every P is idle, and an idle runtime with no
 //!   timers makes no wakeups at all. (The netpoller will take the sleeper's
 //!   place: it blocks in epoll with the same timeout.)
+//! * While every P is busy, arming wakes nobody: the busy Ps check their
+//!   own heaps every few slices and, when they run dry, each other's. A P
+//!   that goes idle re-reads every heap as its thread parks, and a P handed
+//!   off (`block_in_place`) passes its earliest deadline to the sleeper, as
+//!   Go's `handoffp` does. Waking the sleeper on every arm cost a futex
+//!   call per timer when timers are armed back to back on busy Ps.
 //!
 //! The protocol between an arming thread and the sleeper is the same
 //! publish-fence-check pairing as worker wakeups: the armer publishes the
@@ -117,12 +123,20 @@ impl Sched {
 
     /// Go's `wakeNetPoller`: make sure some thread will wake for `when`, the
     /// new earliest deadline of one heap.
-    fn timer_added(&self, when: u64) {
+    pub(crate) fn timer_added(&self, when: u64) {
         // SeqCst fence: the armer's side of publish-fence-check (module docs).
         fence(Ordering::SeqCst);
         let until = self.sleep_until.load(Ordering::SeqCst);
         if when >= until {
             return; // the sleeper wakes earlier anyway
+        }
+        if self.idle.npidle() == 0 {
+            // Every P is busy: their loops run their own timers and, on a
+            // thief's last pass, each other's. A P that goes idle later
+            // re-reads every heap before it parks (`park_as_timer_sleeper`),
+            // so waking a thread here would only be a futex call per timer
+            // (SeqCst: the npidle read pairs with that P's increment).
+            return;
         }
         if until != NEVER {
             // A sleeper (maybe with no deadline at all, `NEVER - 1`).
@@ -223,8 +237,16 @@ impl Machine {
                 .timer_sleeper
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            if slot.is_some() {
-                return None; // someone else sleeps on timers
+            if let Some(other) = slot.as_ref() {
+                // Someone else sleeps on timers. A timer armed while every
+                // P was busy did not wake it (`timer_added`); now that a P
+                // is idle, make sure its deadline covers the earliest timer.
+                // SeqCst: this read follows our P's SeqCst idle transition,
+                // the other half of that pairing.
+                if sched.earliest_timer() < sched.sleep_until.load(Ordering::SeqCst) {
+                    other.unpark(Handoff::Recheck);
+                }
+                return None;
             }
             *slot = Some(parker.clone());
         }
