@@ -95,15 +95,29 @@ impl Timer {
     }
 
     /// Prevents the timer from firing. Returns `true` if the call stopped
-    /// it, `false` if it had already fired or been stopped. After it
-    /// returns, no stale value is received from [`Timer::rx`].
+    /// it, `false` if it had already fired (and its value was received, or
+    /// its callback started) or been stopped. As in Go 1.23, a deadline that
+    /// passed with nobody receiving counts as not yet delivered: `stop`
+    /// discards it and returns `true`. After it returns, no stale value is
+    /// received from [`Timer::rx`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+    /// rt.block_on(async {
+    ///     let t = goro::time::Timer::new(Duration::from_millis(1));
+    ///     goro::time::sleep(Duration::from_millis(5)).await;
+    ///     assert!(t.stop(), "the undelivered value is discarded");
+    ///     assert!(t.rx().try_recv().is_err());
+    /// });
+    /// ```
     pub fn stop(&self) -> bool {
         arm_timer(&self.inner, 0, 0)
     }
 
-    /// Re-arms the timer to fire `d` from now. Returns whether it was armed
-    /// before the call. After it returns, no value from the previous
-    /// arming is received.
+    /// Re-arms the timer to fire `d` from now. Returns whether it was
+    /// pending before the call (as [`Timer::stop`] counts it). After it
+    /// returns, no value from the previous arming is received.
     ///
     /// ```
     /// use std::time::Duration;
