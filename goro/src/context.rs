@@ -19,10 +19,10 @@
 use crate::chan::{self, Receiver, Sender};
 use crate::sched::timers::arm_timer;
 use crate::time::clock;
-use crate::time::timer::{Action, TimerInner};
+use crate::time::timer::{Action, Callback, Fire, TimerInner};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 /// Why a context is done.
@@ -64,7 +64,10 @@ pub struct Context {
 
 struct Inner {
     deadline: Option<Instant>,
-    done_rx: Receiver<()>,
+    /// Made by the first [`Context::done`] (most contexts are never waited
+    /// on, as in Go, whose `done` channel is lazy too); closed at once if
+    /// the context is already done by then.
+    done_rx: OnceLock<Receiver<()>>,
     state: Mutex<State>,
     /// The parent this context is registered with. `None` for the
     /// background context and for its children: background is never
@@ -77,8 +80,9 @@ struct Inner {
 
 struct State {
     err: Option<ContextError>,
-    /// `None` once cancelled (closing it closes `done`); never used for
-    /// sending. Background keeps its sender forever, so `done` never closes.
+    /// `done`'s sender while `done` exists and the context is live
+    /// (closing it closes `done`); never used for sending. Background keeps
+    /// its sender forever, so `done` never closes.
     done_tx: Option<Sender<()>>,
     children: HashMap<usize, Weak<Inner>>,
     timer: Option<Arc<TimerInner>>,
@@ -151,16 +155,11 @@ impl Context {
             cancel_node(&ctx.inner, ContextError::DeadlineExceeded);
             return (ctx, cancel);
         }
-        let weak = Arc::downgrade(&ctx.inner);
-        let fire = move || {
-            if let Some(inner) = weak.upgrade() {
-                cancel_node(&inner, ContextError::DeadlineExceeded);
-            }
-        };
+        let weak: Weak<dyn Fire> = Arc::downgrade(&ctx.inner) as Weak<Inner>;
         crate::time::with_runtime("context::with_deadline", |s| {
             let timer = TimerInner::new(
                 Action::Func { spawn: false },
-                Some(Box::new(fire)),
+                Callback::Weak(weak),
                 s.arm_queue().0.clone(),
             );
             let mut st = ctx.inner.lock();
@@ -195,7 +194,21 @@ impl Context {
     /// A channel that is closed when the context is done; receiving from it
     /// then yields `Err(RecvError)` at once. Select-able.
     pub fn done(&self) -> &Receiver<()> {
-        &self.inner.done_rx
+        if let Some(rx) = self.inner.done_rx.get() {
+            return rx;
+        }
+        // Made under the state lock, so a concurrent cancel either sees the
+        // sender (and closes it) or has already set `err` (and we close it).
+        let mut st = self.inner.lock();
+        self.inner.done_rx.get_or_init(|| {
+            let (tx, rx) = chan::bounded(0);
+            if st.err.is_some() {
+                tx.close();
+            } else {
+                st.done_tx = Some(tx);
+            }
+            rx
+        })
     }
 
     /// `None` while the context is live; why it is done afterwards.
@@ -220,13 +233,12 @@ impl fmt::Debug for Context {
 
 impl Inner {
     fn new(deadline: Option<Instant>, parent: Option<Arc<Inner>>, root: bool) -> Arc<Inner> {
-        let (tx, rx) = chan::bounded(0);
         Arc::new(Inner {
             deadline,
-            done_rx: rx,
+            done_rx: OnceLock::new(),
             state: Mutex::new(State {
                 err: None,
-                done_tx: Some(tx),
+                done_tx: None,
                 children: HashMap::new(),
                 timer: None,
             }),
@@ -237,6 +249,13 @@ impl Inner {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The deadline timer's callback (inline on the P that fires it).
+impl Fire for Inner {
+    fn fire(self: Arc<Self>) {
+        cancel_node(&self, ContextError::DeadlineExceeded);
     }
 }
 

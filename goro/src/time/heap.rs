@@ -7,7 +7,8 @@
 //! reset) far more often than they fire.
 //!
 //! The heap knows nothing of timer states: entries whose timer was stopped
-//! or re-armed elsewhere stay in place ("zombies") until they reach the top or
+//! or re-armed elsewhere stay in place ("zombies") until they reach the top
+//! or the end of the array ([`Heap::pop_last`] removes a leaf for free), or
 //! until [`Heap::retain`] sweeps them, which the timer code does when zombies
 //! pass a quarter of the heap. That keeps stop and reset O(1).
 
@@ -65,6 +66,17 @@ impl<T> Heap<T> {
             self.sift_down(0);
         }
         Some((when, item))
+    }
+
+    /// The last item in array order (a leaf), if any.
+    pub(crate) fn last(&self) -> Option<&T> {
+        self.items.last()
+    }
+
+    /// Removes the last item in array order: a leaf, so no sift is needed.
+    pub(crate) fn pop_last(&mut self) -> Option<T> {
+        self.whens.pop()?;
+        self.items.pop()
     }
 
     /// Keeps only the items for which `keep` is true, then restores the

@@ -39,7 +39,7 @@ use crate::sched::timers::arm_timer;
 use crate::sched::Sched;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use timer::{Action, TimerInner};
+use timer::{Action, Callback, TimerInner};
 
 /// Runs `f` with the runtime of the calling thread, or panics naming `what`.
 pub(crate) fn with_runtime<R>(what: &str, f: impl FnOnce(&Sched) -> R) -> R {
@@ -186,7 +186,7 @@ where
     with_runtime("after_func", |s| {
         let inner = TimerInner::new(
             Action::Func { spawn: true },
-            Some(Box::new(f)),
+            Callback::Boxed(Box::new(f)),
             s.arm_queue().0.clone(),
         );
         s.arm_timer(&inner, clock::when_after(d), 0);

@@ -5,7 +5,7 @@
 //! zombie and swept later (see `timer.rs`). A deadline already passed is
 //! ready at once without touching any heap.
 
-use super::timer::{Action, TimerInner, NEVER};
+use super::timer::{Action, Callback, TimerInner, NEVER};
 use super::{clock, with_runtime};
 use crate::sched::timers::arm_timer;
 use std::fmt;
@@ -86,7 +86,7 @@ impl Future for Sleep {
                 let t = with_runtime("sleep", |s| {
                     let t = TimerInner::new(
                         Action::Wake(Some(cx.waker().clone())),
-                        None,
+                        Callback::None,
                         s.arm_queue().0.clone(),
                     );
                     s.arm_timer(&t, when, 0);

@@ -157,13 +157,31 @@ impl TState {
     }
 }
 
+/// What an `after_func` or internal timer calls when it fires.
+pub(crate) enum Callback {
+    /// Nothing (sleep and channel timers).
+    None,
+    /// A user's `after_func` closure.
+    Boxed(Box<dyn Fn() + Send + Sync>),
+    /// An object the timer must not keep alive (a context's deadline),
+    /// called if it still exists. A `Weak` to the object itself, not a
+    /// closure around one: no allocation of its own, which matters when a
+    /// server makes a context per request.
+    Weak(Weak<dyn Fire>),
+}
+
+/// An object a [`Callback::Weak`] timer calls.
+pub(crate) trait Fire: Send + Sync {
+    fn fire(self: Arc<Self>);
+}
+
 /// A timer, shared by its handle and the heap entries that point to it.
 pub(crate) struct TimerInner {
     state: Mutex<TState>,
     /// `seq` of the live heap entry, `NO_ENTRY` if none (see module docs).
     live: AtomicU64,
     /// `after_func`'s function and internal callbacks; fixed at creation.
-    func: Option<Box<dyn Fn() + Send + Sync>>,
+    func: Callback,
     /// The queue it was made on: its runtime, for arming from a thread that
     /// belongs to none.
     pub(crate) home: Arc<TimerQueue>,
@@ -196,11 +214,7 @@ pub(crate) enum Fired {
 }
 
 impl TimerInner {
-    pub(crate) fn new(
-        action: Action,
-        func: Option<Box<dyn Fn() + Send + Sync>>,
-        home: Arc<TimerQueue>,
-    ) -> Arc<TimerInner> {
+    pub(crate) fn new(action: Action, func: Callback, home: Arc<TimerQueue>) -> Arc<TimerInner> {
         Arc::new(TimerInner {
             state: Mutex::new(TState {
                 when: 0,
@@ -222,7 +236,7 @@ impl TimerInner {
                 chan: std::ptr::null(),
                 blocked: 0,
             }),
-            None,
+            Callback::None,
             home,
         )
     }
@@ -233,8 +247,14 @@ impl TimerInner {
 
     /// Calls the function of an `after_func` or internal timer.
     pub(crate) fn call(&self) {
-        if let Some(f) = &self.func {
-            f();
+        match &self.func {
+            Callback::None => {}
+            Callback::Boxed(f) => f(),
+            Callback::Weak(w) => {
+                if let Some(o) = w.upgrade() {
+                    o.fire();
+                }
+            }
         }
     }
 
@@ -399,16 +419,29 @@ impl TimerQueue {
             .store(heap.peek_when().unwrap_or(NEVER), Ordering::Release);
     }
 
-    /// Drops zombies from the top (Go's `cleanHead`) and sweeps the whole
-    /// heap when they pass a quarter of it, deciding each entry from its
-    /// timer's `live` word without taking the timer's lock.
+    /// Drops zombies from the end of the array and from the top (Go's
+    /// `cleanHead`) and sweeps the whole heap when they pass a quarter of
+    /// it, deciding each entry from its timer's `live` word without taking
+    /// the timer's lock.
+    ///
+    /// The end matters as much as the top: a timer armed far out and
+    /// stopped soon after (a context's deadline, a connection's idle
+    /// timeout) is a leaf at the end of the array when it is stopped, and
+    /// removing a leaf needs no sift. Without it such zombies pile up until
+    /// a sweep, which touches every timer in the heap (a cache miss each).
     fn clean(&self, heap: &mut Heap<HeapItem>) {
         // Acquire: pairs with the Release stores of `live`, so the zombie
         // count includes every entry this sees dead (see `orphan_entry`).
         let is_live = |e: &HeapItem| e.timer.live.load(Ordering::Acquire) == e.seq;
         let mut removed = 0;
-        while heap.peek().is_some_and(|e| !is_live(e)) {
-            heap.pop();
+        loop {
+            if heap.last().is_some_and(|e| !is_live(e)) {
+                heap.pop_last();
+            } else if heap.peek().is_some_and(|e| !is_live(e)) {
+                heap.pop();
+            } else {
+                break;
+            }
             removed += 1;
         }
         let z = self.zombies.load(Ordering::Relaxed).saturating_sub(removed);
@@ -565,7 +598,11 @@ mod loom_tests {
             c.fetch_add(1, Ordering::SeqCst);
         });
         (
-            TimerInner::new(Action::Func { spawn: false }, Some(f), home.clone()),
+            TimerInner::new(
+                Action::Func { spawn: false },
+                Callback::Boxed(f),
+                home.clone(),
+            ),
             n,
         )
     }
