@@ -481,3 +481,36 @@ impl futures_io::AsyncWrite for &TcpStream {
         Poll::Ready(self.shutdown(Shutdown::Write))
     }
 }
+
+impl std::os::fd::AsRawFd for TcpListener {
+    /// The socket's file descriptor (for socket options goro does not
+    /// wrap). Reading or writing it directly bypasses the poller.
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// # let s = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// assert!(s.as_raw_fd() >= 0);
+    /// # });
+    /// ```
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.io.get().as_raw_fd()
+    }
+}
+
+impl std::os::fd::AsRawFd for TcpStream {
+    /// The socket's file descriptor (for socket options goro does not
+    /// wrap). Reading or writing it directly bypasses the poller.
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// # let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// # let s = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// assert!(s.as_raw_fd() >= 0);
+    /// # });
+    /// ```
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.io.get().as_raw_fd()
+    }
+}

@@ -212,3 +212,19 @@ impl fmt::Debug for UdpSocket {
             .finish()
     }
 }
+
+impl std::os::fd::AsRawFd for UdpSocket {
+    /// The socket's file descriptor (for socket options goro does not
+    /// wrap). Reading or writing it directly bypasses the poller.
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// # let s = goro::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    /// assert!(s.as_raw_fd() >= 0);
+    /// # });
+    /// ```
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.io.get().as_raw_fd()
+    }
+}
