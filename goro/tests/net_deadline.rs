@@ -36,7 +36,11 @@ fn read_deadline_fires_on_a_silent_peer() {
             c.set_read_deadline(Some(t0 + d));
             let e = c.read(&mut [0; 8]).await.unwrap_err();
             assert_eq!(e.kind(), ErrorKind::TimedOut, "got {e:?}");
-            assert!(t0.elapsed() >= d, "failed before the deadline: {:?}", t0.elapsed());
+            assert!(
+                t0.elapsed() >= d,
+                "failed before the deadline: {:?}",
+                t0.elapsed()
+            );
             // Still past the deadline: the next read fails at once.
             let e = c.read(&mut [0; 8]).await.unwrap_err();
             assert_eq!(e.kind(), ErrorKind::TimedOut);
@@ -61,7 +65,9 @@ fn read_deadline_does_not_fire_on_a_chatty_peer() {
             for i in 0..50u8 {
                 c.set_read_deadline(Some(Instant::now() + Duration::from_millis(300)));
                 let mut b = [0u8; 1];
-                read_exact(&c, &mut b).await.expect("chatty peer: no timeout");
+                read_exact(&c, &mut b)
+                    .await
+                    .expect("chatty peer: no timeout");
                 assert_eq!(b[0], i);
             }
             drop(writer.await.unwrap());
@@ -84,7 +90,11 @@ fn write_deadline_fires_on_a_peer_that_stops_reading() {
                 }
                 assert!(written < 1 << 30, "wrote 1 GiB to a peer that never reads");
             };
-            assert_eq!(err.kind(), ErrorKind::TimedOut, "got {err:?} after {written} bytes");
+            assert_eq!(
+                err.kind(),
+                ErrorKind::TimedOut,
+                "got {err:?} after {written} bytes"
+            );
             assert!(written > 0, "the socket buffers took something first");
         });
     });
@@ -96,17 +106,25 @@ fn a_deadline_moved_into_the_future_makes_the_socket_usable_again() {
         rt(1).block_on(async {
             let (c, s) = pair().await;
             c.set_read_deadline(Some(Instant::now() + Duration::from_millis(10)));
-            assert_eq!(c.read(&mut [0; 4]).await.unwrap_err().kind(), ErrorKind::TimedOut);
+            assert_eq!(
+                c.read(&mut [0; 4]).await.unwrap_err().kind(),
+                ErrorKind::TimedOut
+            );
             // Data arrives while the deadline is past: reads still fail.
             s.write_all(b"late").await.unwrap();
-            assert_eq!(c.read(&mut [0; 4]).await.unwrap_err().kind(), ErrorKind::TimedOut);
+            assert_eq!(
+                c.read(&mut [0; 4]).await.unwrap_err().kind(),
+                ErrorKind::TimedOut
+            );
             c.set_read_deadline(Some(Instant::now() + Duration::from_secs(30)));
             let mut b = [0; 4];
             read_exact(&c, &mut b).await.expect("usable after the move");
             assert_eq!(&b, b"late");
             c.set_read_deadline(None);
             s.write_all(b"more").await.unwrap();
-            read_exact(&c, &mut b).await.expect("usable with no deadline");
+            read_exact(&c, &mut b)
+                .await
+                .expect("usable with no deadline");
         });
     });
 }
@@ -176,7 +194,9 @@ fn accept_deadline_fires_and_clears() {
             l.set_deadline(None);
             let addr = l.local_addr().unwrap();
             let c = goro::spawn(async move { TcpStream::connect(addr).await.unwrap() });
-            l.accept().await.expect("accept after clearing the deadline");
+            l.accept()
+                .await
+                .expect("accept after clearing the deadline");
             drop(c.await.unwrap());
         });
     });
@@ -189,7 +209,10 @@ fn udp_read_deadline_and_recovery() {
             let a = UdpSocket::bind("127.0.0.1:0").await.unwrap();
             let b = UdpSocket::bind("127.0.0.1:0").await.unwrap();
             b.set_read_deadline(Some(Instant::now() + Duration::from_millis(20)));
-            assert_eq!(b.recv_from(&mut [0; 8]).await.unwrap_err().kind(), ErrorKind::TimedOut);
+            assert_eq!(
+                b.recv_from(&mut [0; 8]).await.unwrap_err().kind(),
+                ErrorKind::TimedOut
+            );
             b.set_read_deadline(Some(Instant::now() + Duration::from_secs(30)));
             a.send_to(b"dgram", b.local_addr().unwrap()).await.unwrap();
             let mut buf = [0; 8];

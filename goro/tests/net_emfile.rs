@@ -18,7 +18,11 @@ fn set_soft_fd_limit(n: u64) -> u64 {
         assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl), 0);
         let old = rl.rlim_cur as u64;
         rl.rlim_cur = n as libc::rlim_t;
-        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &rl), 0, "setrlimit({n})");
+        assert_eq!(
+            libc::setrlimit(libc::RLIMIT_NOFILE, &rl),
+            0,
+            "setrlimit({n})"
+        );
         old
     }
 }
@@ -47,7 +51,10 @@ fn accept_under_emfile_returns_the_error_and_recovers() {
                 }
                 assert!(filler.len() < 512, "the limit did not take");
             }
-            let e = l.accept().await.expect_err("no descriptor for the connection");
+            let e = l
+                .accept()
+                .await
+                .expect_err("no descriptor for the connection");
             assert_eq!(e.raw_os_error(), Some(libc::EMFILE), "got {e:?}");
             // Again: the listener reports the same, it does not hang.
             let e = l.accept().await.expect_err("still no descriptor");

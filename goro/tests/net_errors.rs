@@ -46,7 +46,10 @@ fn peer_reset_is_an_error_for_a_waiting_reader() {
             let reader = goro::spawn(async move { c.read(&mut [0; 8]).await });
             linger_zero(s.as_raw_fd());
             drop(s); // RST
-            let e = reader.await.unwrap().expect_err("a reset reads as an error");
+            let e = reader
+                .await
+                .unwrap()
+                .expect_err("a reset reads as an error");
             assert_eq!(e.kind(), ErrorKind::ConnectionReset, "got {e:?}");
         });
     });

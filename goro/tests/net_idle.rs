@@ -41,27 +41,46 @@ fn a_runtime_with_1000_idle_connections_does_not_wake() {
             }
         });
         let tids = threads_named("netidle");
-        wait_until(Duration::from_secs(10), "every runtime thread asleep", || {
-            rt.schedtrace().contains("idleprocs=4")
-                && tids
-                    .iter()
-                    .all(|&t| thread_state(t).map(|s| s.0) == Some('S'))
-        });
+        wait_until(
+            Duration::from_secs(10),
+            "every runtime thread asleep",
+            || {
+                rt.schedtrace().contains("idleprocs=4")
+                    && tids
+                        .iter()
+                        .all(|&t| thread_state(t).map(|s| s.0) == Some('S'))
+            },
+        );
         // Wait until nothing moves over a 50 ms window (the monitor's last
         // rounds), then watch a longer one.
         let snapshot = || {
             let s = rt.stats();
-            let switches: u64 = tids.iter().filter_map(|&t| thread_state(t)).map(|s| s.1).sum();
-            (s.parks, s.unparks, s.timer_sleeper_wakes, s.netpolls, s.tasks_polled, switches)
+            let switches: u64 = tids
+                .iter()
+                .filter_map(|&t| thread_state(t))
+                .map(|s| s.1)
+                .sum();
+            (
+                s.parks,
+                s.unparks,
+                s.timer_sleeper_wakes,
+                s.netpolls,
+                s.tasks_polled,
+                switches,
+            )
         };
         let mut prev = snapshot();
-        wait_until(Duration::from_secs(10), "runtime threads stop waking", || {
-            std::thread::sleep(Duration::from_millis(50));
-            let now = snapshot();
-            let stable = now == prev;
-            prev = now;
-            stable
-        });
+        wait_until(
+            Duration::from_secs(10),
+            "runtime threads stop waking",
+            || {
+                std::thread::sleep(Duration::from_millis(50));
+                let now = snapshot();
+                let stable = now == prev;
+                prev = now;
+                stable
+            },
+        );
         let before = snapshot();
         std::thread::sleep(Duration::from_secs(1));
         let after = snapshot();

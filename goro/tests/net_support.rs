@@ -9,7 +9,11 @@ pub fn raise_fd_limit(want: u64) -> u64 {
     // SAFETY: getrlimit/setrlimit read and write the struct we pass.
     unsafe {
         let mut rl: libc::rlimit = std::mem::zeroed();
-        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl), 0, "getrlimit");
+        assert_eq!(
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl),
+            0,
+            "getrlimit"
+        );
         if (rl.rlim_cur as u64) < want {
             rl.rlim_cur = (want as libc::rlim_t).min(rl.rlim_max);
             assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &rl), 0, "setrlimit");

@@ -87,5 +87,9 @@ fn new_timer(reg: &Registration, dir: Direction) -> Option<Arc<TimerInner>> {
         }
     });
     let home = sched.arm_queue().0.clone();
-    Some(TimerInner::new(Action::Func { spawn: false }, Some(f), home))
+    Some(TimerInner::new(
+        Action::Func { spawn: false },
+        Some(f),
+        home,
+    ))
 }

@@ -69,7 +69,7 @@
 
 use crate::net::scheduled_io::{wake_all, ScheduledIo, READ, WRITE};
 use crate::sched::machine::Machine;
-use crate::sched::park::Handoff;
+use crate::sched::park::{Handoff, PollBreak};
 use crate::sched::task::Runnable;
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
@@ -193,7 +193,12 @@ impl Poller {
 
     /// A non-blocking poll if one is due (see module docs); appends the
     /// readied wakers to `out`. Returns whether it polled.
-    pub(crate) fn poll_if_due(&self, gap: Duration, counters: &AtomicU64, out: &mut Vec<Waker>) -> bool {
+    pub(crate) fn poll_if_due(
+        &self,
+        gap: Duration,
+        counters: &AtomicU64,
+        out: &mut Vec<Waker>,
+    ) -> bool {
         let Some(d) = self.active() else {
             return false;
         };
@@ -230,18 +235,14 @@ impl Driver {
         }))
     }
 
-    /// Breaks a blocking poll (Go's `netpollBreak`).
-    pub(crate) fn wake(&self) {
-        if let Err(e) = self.waker.wake() {
-            // Only possible if the eventfd is gone; the sleeper then wakes
-            // at its deadline instead.
-            eprintln!("goro: cannot break the poller's wait: {e}");
-        }
-    }
-
     /// Blocks in the epoll for at most `timeout` (`None`: no limit) and
     /// appends the readied wakers to `out`. Only the timer sleeper calls it.
-    pub(crate) fn poll_blocking(&self, timeout: Option<Duration>, counter: &AtomicU64, out: &mut Vec<Waker>) {
+    pub(crate) fn poll_blocking(
+        &self,
+        timeout: Option<Duration>,
+        counter: &AtomicU64,
+        out: &mut Vec<Waker>,
+    ) {
         let mut st = self.poll.lock().unwrap_or_else(|e| e.into_inner());
         counter.fetch_add(1, Ordering::Relaxed);
         self.poll_locked(&mut st, timeout, out);
@@ -284,6 +285,17 @@ impl Driver {
     }
 }
 
+impl PollBreak for Driver {
+    /// Breaks a blocking poll (Go's `netpollBreak`).
+    fn wake(&self) {
+        if let Err(e) = self.waker.wake() {
+            // Only possible if the eventfd is gone; the sleeper then wakes
+            // at its deadline instead.
+            eprintln!("goro: cannot break the poller's wait: {e}");
+        }
+    }
+}
+
 /// A socket's registration with its runtime's poller.
 pub(crate) struct Registration {
     pub(crate) io: Arc<ScheduledIo>,
@@ -308,10 +320,11 @@ impl Registration {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(io.clone());
-        if let Err(e) = driver
-            .registry
-            .register(source, Token(token), Interest::READABLE | Interest::WRITABLE)
-        {
+        if let Err(e) = driver.registry.register(
+            source,
+            Token(token),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
             driver
                 .slots
                 .lock()
@@ -400,7 +413,7 @@ impl Machine {
         match sched.poller.active() {
             Some(d) => {
                 let ready = &mut self.ready;
-                parker.park_polling(d, || {
+                parker.park_polling(d.clone(), || {
                     d.poll_blocking(timeout, &sched.counters.netpolls, ready)
                 })
             }
@@ -417,7 +430,10 @@ impl Machine {
     /// one, else to the global queue (Go's `injectglist`).
     pub(crate) fn deliver_ready(&mut self) {
         if let Some(pid) = crate::sched::machine::current_p(&self.sched) {
-            bump(&self.sched.ps[pid].counters.netpoll_ready, self.ready.len() as u64);
+            bump(
+                &self.sched.ps[pid].counters.netpoll_ready,
+                self.ready.len() as u64,
+            );
         } else {
             bump_shared(&self.sched.counters.netpoll_ready, self.ready.len() as u64);
         }
@@ -449,7 +465,10 @@ mod tests {
         s.remove(a);
         let b = s.insert(Arc::new(ScheduledIo::new()));
         assert_eq!(a & 0xffff_ffff, b & 0xffff_ffff, "slot reused");
-        assert!(s.get(a).is_none(), "an event for the closed socket is ignored");
+        assert!(
+            s.get(a).is_none(),
+            "an event for the closed socket is ignored"
+        );
         assert!(s.get(b).is_some());
         s.remove(a); // a stale remove must not free the new socket's slot
         assert!(s.get(b).is_some());

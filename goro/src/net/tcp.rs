@@ -445,7 +445,11 @@ impl futures_io::AsyncRead for TcpStream {
 }
 
 impl futures_io::AsyncWrite for TcpStream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         TcpStream::poll_write(&self, cx, buf)
     }
 
@@ -469,7 +473,11 @@ impl futures_io::AsyncRead for &TcpStream {
 }
 
 impl futures_io::AsyncWrite for &TcpStream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         TcpStream::poll_write(self.get_mut(), cx, buf)
     }
 

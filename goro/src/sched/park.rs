@@ -18,7 +18,6 @@
 //! handoff protocol is the same, only the doorbell differs.
 
 use crate::loom::{Condvar, Mutex};
-use crate::net::poller::Driver;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,10 +37,16 @@ pub(crate) struct Parker {
     cv: Condvar,
 }
 
+/// What breaks a wait in the poller (Go's `netpollBreak`): the poller's
+/// eventfd, or a model of it under loom.
+pub(crate) trait PollBreak: Send + Sync {
+    fn wake(&self);
+}
+
 struct Slot {
     handoff: Option<Handoff>,
     /// The poller this M sleeps in, if it sleeps in one.
-    polling: Option<Arc<Driver>>,
+    polling: Option<Arc<dyn PollBreak>>,
 }
 
 impl Parker {
@@ -79,7 +84,11 @@ impl Parker {
     /// Sleeps in the poller `d`: runs `poll` (a blocking `epoll_wait`) unless
     /// a handoff is already here; returns the handoff, if any came. An
     /// `unpark` while `poll` runs breaks it.
-    pub(crate) fn park_polling(&self, d: &Arc<Driver>, poll: impl FnOnce()) -> Option<Handoff> {
+    pub(crate) fn park_polling(
+        &self,
+        d: Arc<dyn PollBreak>,
+        poll: impl FnOnce(),
+    ) -> Option<Handoff> {
         {
             let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(h) = slot.handoff.take() {
@@ -87,7 +96,7 @@ impl Parker {
             }
             // Published under the lock: an `unpark` after this breaks the
             // poll, one before it left its handoff for the check above.
-            slot.polling = Some(d.clone());
+            slot.polling = Some(d);
         }
         poll();
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
@@ -119,5 +128,67 @@ impl Parker {
                 Some(_) => slot = self.cv.wait(slot).unwrap_or_else(|e| e.into_inner()),
             }
         }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    //! The handoff to an M asleep in the poller: an `unpark` racing the M's
+    //! way into `epoll_wait` either leaves its handoff for the check before
+    //! the wait or breaks the wait; it is never lost (loom reports the
+    //! deadlock if it is). The epoll is a model: a flag and a condvar.
+    use super::*;
+    use crate::loom::thread;
+
+    #[derive(Default)]
+    struct ModelPoller {
+        rang: Mutex<bool>,
+        cv: Condvar,
+    }
+
+    impl PollBreak for ModelPoller {
+        fn wake(&self) {
+            *self.rang.lock().unwrap() = true;
+            self.cv.notify_one();
+        }
+    }
+
+    impl ModelPoller {
+        /// `epoll_wait` with no timeout and no sockets: returns when woken.
+        fn wait(&self) {
+            let mut rang = self.rang.lock().unwrap();
+            while !*rang {
+                rang = self.cv.wait(rang).unwrap();
+            }
+            *rang = false;
+        }
+    }
+
+    #[test]
+    fn loom_park_polling_handoff_breaks_the_poll() {
+        loom::model(|| {
+            let parker = Arc::new(Parker::new());
+            let poller = Arc::new(ModelPoller::default());
+            let p2 = parker.clone();
+            let waker = thread::spawn(move || {
+                p2.unpark(Handoff::P {
+                    p: 0,
+                    spinning: false,
+                })
+            });
+            let mut got = None;
+            while got.is_none() {
+                let d: Arc<dyn PollBreak> = poller.clone();
+                got = parker.park_polling(d, || poller.wait());
+            }
+            waker.join().unwrap();
+            assert_eq!(
+                got,
+                Some(Handoff::P {
+                    p: 0,
+                    spinning: false
+                })
+            );
+        });
     }
 }
