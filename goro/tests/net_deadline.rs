@@ -226,3 +226,24 @@ fn udp_read_deadline_and_recovery() {
         });
     });
 }
+
+#[test]
+fn timers_fire_while_the_sleeper_waits_in_the_poller() {
+    within(LIMIT, "timers with the sleeper in epoll", || {
+        let rt = rt(1);
+        // A registered socket puts the sleeping thread into epoll_wait.
+        let _sock = rt.block_on(UdpSocket::bind("127.0.0.1:0")).unwrap();
+        for i in 0..20 {
+            let t0 = Instant::now();
+            // Armed from a thread with no P: the sleeper's wait must break.
+            rt.block_on(async { goro::time::sleep(Duration::from_millis(5)).await });
+            let took = t0.elapsed();
+            assert!(
+                took >= Duration::from_millis(5),
+                "sleep {i} woke early: {took:?}"
+            );
+            assert!(took < Duration::from_secs(5), "sleep {i} took {took:?}");
+        }
+        assert!(rt.stats().netpolls > 0, "the sleeper used the poller");
+    });
+}

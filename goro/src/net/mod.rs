@@ -16,8 +16,11 @@
 //! into the future makes the socket usable again (`deadline.rs`).
 //!
 //! Sockets must be created inside a runtime (in a task, or in
-//! `Runtime::block_on`); creating one elsewhere is an error. Once created,
-//! they may be used from any thread or runtime.
+//! `Runtime::block_on`); creating one elsewhere is an error. A socket
+//! belongs to the poller of the runtime that created it: it may be used
+//! from any thread, but only that runtime's threads deliver its readiness,
+//! so once that runtime is dropped, operations that have to wait never
+//! finish (dropping the socket is still fine).
 //!
 //! ```
 //! # goro::Runtime::builder().procs(2).build().unwrap().block_on(async {
