@@ -69,6 +69,7 @@ fn echo_many(procs: usize) {
     });
     assert!(total > 0);
     let st = rt.stats();
+    eprintln!("STATS procs={procs} {st:?}");
     assert!(st.netpolls > 0, "the poller was used: {st:?}");
 }
 

@@ -42,7 +42,8 @@ pub struct TcpListener {
 
 impl TcpListener {
     /// Binds to the first of `addr`'s addresses that works (port 0 picks a
-    /// free port), with `SO_REUSEADDR` set. A host name is resolved on the
+    /// free port), with `SO_REUSEADDR` set and the system's largest accept
+    /// backlog (`somaxconn`, as Go does). A host name is resolved on the
     /// calling thread (blocking); pass an address in async code.
     ///
     /// Fails outside a goro runtime.
@@ -56,7 +57,10 @@ impl TcpListener {
     pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
         let mut last = None;
         for a in resolve(addr)? {
-            match mio::net::TcpListener::bind(a).and_then(PollIo::new) {
+            match mio::net::TcpListener::bind(a)
+                .and_then(widen_backlog)
+                .and_then(PollIo::new)
+            {
                 Ok(io) => return Ok(TcpListener { io }),
                 Err(e) => last = Some(e),
             }
@@ -127,6 +131,32 @@ impl TcpListener {
     pub fn set_deadline(&self, deadline: Option<Instant>) {
         self.io.set_deadline(Direction::Read, deadline);
     }
+}
+
+/// The accept backlog: the system's maximum, as Go uses
+/// (`/proc/sys/net/core/somaxconn`, else 4096). mio listens with std's 128,
+/// which makes a burst of a few hundred connects lose SYNs and retry a
+/// second later.
+fn backlog() -> i32 {
+    static BACKLOG: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *BACKLOG.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(4096)
+            .min(65535)
+    })
+}
+
+/// Listens again with the full backlog (Linux updates it in place).
+fn widen_backlog(l: mio::net::TcpListener) -> io::Result<mio::net::TcpListener> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `listen` on a descriptor we own; it reads no memory of ours.
+    if unsafe { libc::listen(l.as_raw_fd(), backlog()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(l)
 }
 
 impl fmt::Debug for TcpListener {
