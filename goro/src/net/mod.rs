@@ -22,6 +22,15 @@
 //! so once that runtime is dropped, operations that have to wait never
 //! finish (dropping the socket is still fine).
 //!
+//! # Rejected
+//!
+//! - Resolving host names on the blocking pool (tokio's `lookup_host`):
+//!   addresses given as `SocketAddr` or IP literals, the common case for
+//!   servers and tests, need no lookup, and a pool round trip per connect
+//!   would cost them a thread hand-off. A name is looked up on the calling
+//!   thread (documented on each method); wrap it in
+//!   [`crate::spawn_blocking`] where that matters.
+//!
 //! ```
 //! # goro::Runtime::builder().procs(2).build().unwrap().block_on(async {
 //! use goro::net::{TcpListener, TcpStream};

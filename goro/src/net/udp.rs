@@ -3,6 +3,13 @@
 //! The same shape as TCP (`tcp.rs`): a non-blocking mio socket registered
 //! with the poller, `&self` operations, Go's deadlines. A datagram is sent
 //! whole or not at all, so there is no `send_all`.
+//!
+//! # Rejected
+//!
+//! - A synchronous `connect` (std's: it sends nothing): it takes
+//!   `ToSocketAddrs`, whose host-name lookups block, so it is async as
+//!   tokio's is, leaving room to move lookups off the calling thread
+//!   without changing the API.
 
 use crate::net::io::PollIo;
 use crate::net::resolve;
