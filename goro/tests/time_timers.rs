@@ -115,7 +115,7 @@ fn ticker_with_zero_period_panics_like_go() {
 #[test]
 #[should_panic(expected = "outside a goro runtime")]
 fn sleep_outside_a_runtime_panics_with_a_clear_message() {
-    let _ = sleep(Duration::from_millis(1));
+    drop(sleep(Duration::from_millis(1)));
 }
 
 #[test]
@@ -186,7 +186,7 @@ fn reset_moves_a_timer_and_no_stale_value_arrives_after_it() {
             );
             t.reset(Duration::from_millis(1));
             t.rx().recv().await.unwrap();
-            assert!(t.stop() == false);
+            assert!(!t.stop(), "stop after the value was received reports false");
         });
     });
 }

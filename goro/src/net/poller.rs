@@ -33,10 +33,11 @@
 //! # How readiness reaches tasks (Go's `injectglist`)
 //!
 //! Polling collects the wakers of the tasks it readied; they are woken
-//! after the poll lock is dropped. A wake is the ordinary task wake: on a
-//! thread holding a P it goes to that P's `runnext`/ring (and the ring's
-//! `wakep` starts a thief for the surplus); on a thread without one (the
-//! sleeper, the monitor) to the global queue followed by `wakep`. The
+//! after the poll lock is dropped. On a thread holding a P they go to the
+//! tail of that P's queue in the order the poll reported them, followed by
+//! one `wakep` for a thief to share them (`wake_batch`); on a thread
+//! without one (the sleeper, the monitor) each goes to the global queue
+//! followed by `wakep`. The
 //! sleeper, woken by readiness, first takes an idle P if there is one and
 //! delivers the wakes with it (`Machine::deliver_ready`), so the tasks run
 //! on the M that saw them ready; with every P busy it injects them.
@@ -400,7 +401,7 @@ impl Machine {
             return None;
         }
         bump(&p.counters.netpoll_ready, self.ready.len() as u64);
-        wake_all(&mut self.ready);
+        wake_batch(&sched, &mut self.ready);
         p.runq.get(false).map(|(t, _)| t)
     }
 
@@ -429,15 +430,37 @@ impl Machine {
     /// Wakes what the blocking poll readied: into this M's P if it holds
     /// one, else to the global queue (Go's `injectglist`).
     pub(crate) fn deliver_ready(&mut self) {
-        if let Some(pid) = crate::sched::machine::current_p(&self.sched) {
-            bump(
-                &self.sched.ps[pid].counters.netpoll_ready,
-                self.ready.len() as u64,
-            );
+        let n = self.ready.len() as u64;
+        let sched = self.sched.clone();
+        if let Some(pid) = crate::sched::machine::current_p(&sched) {
+            bump(&sched.ps[pid].counters.netpoll_ready, n);
+            wake_batch(&sched, &mut self.ready);
         } else {
-            bump_shared(&self.sched.counters.netpoll_ready, self.ready.len() as u64);
+            bump_shared(&sched.counters.netpoll_ready, n);
+            wake_all(&mut self.ready);
         }
-        wake_all(&mut self.ready);
+    }
+}
+
+/// Wakes a poll's batch on the current P as Go's `injectglist` does: each
+/// task to the tail of the P's queue in the order the poll saw them (the
+/// quiet mode timer runs use, `WakeTarget::TimerBatch`), then one `wakep`
+/// for the lot, instead of a `runnext` bump and a fenced `wakep` per task.
+fn wake_batch(sched: &Sched, wakers: &mut Vec<Waker>) {
+    use crate::sched::machine::CTX;
+    struct Quiet;
+    impl Drop for Quiet {
+        fn drop(&mut self) {
+            CTX.with(|c| c.timer_wakes.set(false));
+        }
+    }
+    CTX.with(|c| c.timer_wakes.set(true));
+    let quiet = Quiet; // ends the mode even if a waker panics
+    let many = wakers.len() > 1;
+    wake_all(wakers);
+    drop(quiet);
+    if many {
+        sched.wakep(); // the first runs here; a thief for the rest
     }
 }
 

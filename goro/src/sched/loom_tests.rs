@@ -120,6 +120,7 @@ fn going_idle(sched: &Arc<Sched>, p: usize, spinning: bool) -> bool {
         inherited: 0,
         rng: 7,
         ready: Vec::new(),
+        fired: Vec::new(),
     };
     let found = m.find_runnable();
     let got = found.is_some();

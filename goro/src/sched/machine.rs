@@ -41,6 +41,11 @@ pub(crate) struct Ctx {
     pub(crate) sched: Cell<*const Sched>,
     /// The P this thread holds, or `NO_P`.
     pub(crate) p: Cell<usize>,
+    /// The M is handing out the wakes of timers it has just run
+    /// ([`Machine::run_timers`]): tasks woken meanwhile go to the tail of
+    /// the P's queue without `runnext` and without a `wakep` each; the M
+    /// calls `wakep` once at the end.
+    pub(crate) timer_wakes: Cell<bool>,
 }
 
 impl Ctx {
@@ -49,6 +54,7 @@ impl Ctx {
         Ctx {
             sched: Cell::new(ptr::null()),
             p: Cell::new(NO_P),
+            timer_wakes: Cell::new(false),
         }
     }
 }
@@ -76,6 +82,31 @@ pub(crate) fn current_p(sched: &Sched) -> Option<usize> {
     })
     .ok()
     .flatten()
+}
+
+/// Where a task woken on this thread goes (see [`Sched::schedule`]).
+pub(crate) enum WakeTarget {
+    /// The current poll's P: its `runnext`.
+    Runnext(usize),
+    /// A P handing out timer wakes: the tail of its queue, no `wakep`.
+    TimerBatch(usize),
+    /// No P of this runtime: the global queue.
+    Global,
+}
+
+/// Where a task of `sched` woken on this thread goes.
+#[inline]
+pub(crate) fn wake_target(sched: &Sched) -> WakeTarget {
+    CTX.try_with(|c| {
+        if !ptr::eq(c.sched.get(), sched) || c.p.get() == NO_P {
+            WakeTarget::Global
+        } else if c.timer_wakes.get() {
+            WakeTarget::TimerBatch(c.p.get())
+        } else {
+            WakeTarget::Runnext(c.p.get())
+        }
+    })
+    .unwrap_or(WakeTarget::Global)
 }
 
 /// Runs `f` with the runtime the current thread works for, without touching
@@ -116,6 +147,9 @@ pub(crate) struct Machine {
     /// Wakers of tasks the sleeper's blocking poll readied, to be woken
     /// once this M has a P (or, with none to be had, into the global queue).
     pub(crate) ready: Vec<std::task::Waker>,
+    /// What the last timer run produced, reused so that running timers
+    /// allocates nothing in the steady state.
+    pub(crate) fired: Vec<crate::time::timer::Fired>,
 }
 
 impl Machine {
@@ -295,6 +329,7 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
         inherited: 0,
         rng: seed,
         ready: Vec::new(),
+        fired: Vec::new(),
     };
     let mut next = Some(first);
     loop {

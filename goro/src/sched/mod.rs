@@ -56,6 +56,7 @@ use std::time::Instant;
 
 use global::GlobalQueue;
 use idle::Idle;
+use machine::WakeTarget;
 use park::Handoff;
 use processor::Processor;
 use runq::Put;
@@ -158,14 +159,21 @@ impl Sched {
     /// The schedule function of every task: where a woken task goes.
     ///
     /// On an M holding one of our Ps: that P's `runnext` (unless the task
-    /// woke itself, i.e. yielded, or `runnext` is off), else the global queue.
+    /// woke itself, i.e. yielded, or `runnext` is off), or the tail of its
+    /// queue while the M hands out timer wakes; else the global queue.
     pub(crate) fn schedule(&self, task: Runnable, yielded: bool) {
         if self.is_shutdown() {
             // Dropping the Runnable cancels the task and drops its future.
             drop(task);
             return;
         }
-        self.place(machine::current_p(self), task, yielded);
+        match machine::wake_target(self) {
+            WakeTarget::Runnext(p) => {
+                self.runqput(&self.ps[p], task, self.policy.runnext && !yielded)
+            }
+            WakeTarget::TimerBatch(p) => self.runqput_quiet(&self.ps[p], task),
+            WakeTarget::Global => self.inject(task),
+        }
     }
 
     /// Queues `task` on P `p` (the caller's own) or, without one, globally.
@@ -193,6 +201,17 @@ impl Sched {
                 self.global.push_batch(batch);
                 self.wakep();
             }
+        }
+    }
+
+    /// [`Sched::runqput`] at the tail and without `wakep`, for a batch of
+    /// wakes after which the caller calls `wakep` once. The woken tasks
+    /// run in the order they were woken (for timers: deadline order), and
+    /// a thousand timers firing together cost one `wakep`, not a thousand.
+    fn runqput_quiet(&self, p: &Processor, task: Runnable) {
+        if let Put::Overflow(batch) = p.runq.put(task, false) {
+            bump(&p.counters.runq_overflows, 1);
+            self.global.push_batch(batch);
         }
     }
 

@@ -30,7 +30,7 @@
 
 use crate::loom::{fence, Ordering};
 use crate::runtime::policy::TimerPlacement;
-use crate::sched::machine::{current_p, with_current_sched, Machine};
+use crate::sched::machine::{current_p, with_current_sched, Machine, CTX};
 use crate::sched::park::{Handoff, Parker};
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
@@ -177,8 +177,8 @@ impl Sched {
 
     /// Runs what firing produced: wakes (into the current P's queue) and
     /// `after_func` callbacks (as tasks, or inline for internal ones).
-    pub(crate) fn run_fired(self: &Arc<Self>, fired: Vec<Fired>) {
-        for f in fired {
+    pub(crate) fn run_fired(self: &Arc<Self>, fired: &mut Vec<Fired>) {
+        for f in fired.drain(..) {
             match f {
                 Fired::Wake(w) => w.wake(),
                 Fired::Func(t, true) => {
@@ -202,12 +202,25 @@ impl Sched {
 impl Machine {
     /// Runs the due timers of `q` on the current P; returns how many fired.
     pub(crate) fn run_timers(&mut self, q: &TimerQueue, now: u64) -> usize {
-        let mut fired = Vec::new();
+        let mut fired = std::mem::take(&mut self.fired);
         let n = q.run(now, &mut fired);
         if n > 0 {
             bump(&self.sched.ps[self.p()].counters.timers_fired, n as u64);
-            self.sched.run_fired(fired);
+            // Tasks woken now queue quietly (`WakeTarget::TimerBatch`);
+            // the guard ends that even if an inline callback panics.
+            struct Quiet;
+            impl Drop for Quiet {
+                fn drop(&mut self) {
+                    CTX.with(|c| c.timer_wakes.set(false));
+                }
+            }
+            CTX.with(|c| c.timer_wakes.set(true));
+            let quiet = Quiet;
+            self.sched.run_fired(&mut fired);
+            drop(quiet);
+            self.sched.wakep();
         }
+        self.fired = fired;
         n
     }
 
