@@ -12,6 +12,7 @@
 //! | P | processor | the right to run tasks: local run queue, `runnext`, counters; exactly `procs` of them |
 //! | sched | `Sched` | global queue, idle Ps and their mask, spinning count, idle Ms |
 //! | sysmon | monitor thread | marks Ps stuck in one long poll so thieves drain them; sleeps when the runtime is idle |
+//! | netpoll | poller ([`net`]) | one epoll per runtime; any M polls it without blocking, at most one M blocks in it |
 //! | `go f()` | [`spawn`] | |
 //! | `runtime.Gosched()` | [`yield_now`] | |
 //! | `GOMAXPROCS` | `GORO_PROCS`, [`Builder::procs`] | |
@@ -43,6 +44,7 @@
 pub mod chan;
 pub mod context;
 pub(crate) mod loom;
+pub mod net;
 pub mod runtime;
 pub(crate) mod sched;
 pub mod stats;

@@ -96,8 +96,14 @@ counters! {
     timers_fired,
     /// Timers stopped before firing.
     timers_stopped,
-    /// Times a parked thread woke for a timer deadline.
+    /// Times a parked thread woke for a timer deadline (or, sleeping in
+    /// the poller, for readiness).
     timer_sleeper_wakes,
+    /// `epoll_wait` calls (non-blocking ones from find-runnable and the
+    /// monitor, blocking ones by the sleeper).
+    netpolls,
+    /// Tasks (and other wakers) readied by the poller.
+    netpoll_ready,
     /// `Pool::get` calls served from the primary cache (own, stolen, or
     /// the list of threads without a P).
     pool_hits,

@@ -8,7 +8,8 @@
 //!    local work still serves tasks injected from outside;
 //! 3. the local queue (`runnext`, then the ring);
 //! 4. the global queue, a batch;
-//! 5. (non-blocking netpoll: with the poller)
+//! 5. a non-blocking netpoll, rate-limited, skipped without sockets or
+//!    while another M polls (`net/poller.rs`);
 //! 6. stealing, if this M is spinning or fewer than half the busy Ps spin
 //!    (on the last pass also running idle or stuck Ps' due timers);
 //!    a spinning M that finds nothing backs off briefly (spin, then yield,
@@ -89,6 +90,9 @@ impl Machine {
                 bump(&p.counters.global_batches, 1);
                 bump(&p.counters.global_tasks, 1 + rest.len() as u64);
                 p.runq.put_batch(rest);
+                return Some((t, false));
+            }
+            if let Some(t) = self.netpoll() {
                 return Some((t, false));
             }
             let busy = sched.procs - sched.idle.npidle();

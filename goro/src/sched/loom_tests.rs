@@ -119,6 +119,7 @@ fn going_idle(sched: &Arc<Sched>, p: usize, spinning: bool) -> bool {
         spinning,
         inherited: 0,
         rng: 7,
+        ready: Vec::new(),
         fired: Vec::new(),
     };
     let found = m.find_runnable();

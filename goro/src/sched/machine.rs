@@ -144,6 +144,9 @@ pub(crate) struct Machine {
     /// Consecutive polls that inherited the slice.
     pub(crate) inherited: u32,
     pub(crate) rng: u64,
+    /// Wakers of tasks the sleeper's blocking poll readied, to be woken
+    /// once this M has a P (or, with none to be had, into the global queue).
+    pub(crate) ready: Vec<std::task::Waker>,
     /// What the last timer run produced, reused so that running timers
     /// allocates nothing in the steady state.
     pub(crate) fired: Vec<crate::time::timer::Fired>,
@@ -296,7 +299,11 @@ impl Machine {
             if let Some(p) = self.sched.acquire_idle_p() {
                 return Handoff::P { p, spinning: false };
             }
-            // Every P is busy: their owners run their own timers.
+            // Every P is busy: their owners run their own timers, and the
+            // tasks the poller readied go to the global queue.
+            if self.has_ready() {
+                self.deliver_ready();
+            }
         }
     }
 
@@ -321,6 +328,7 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
         spinning: false,
         inherited: 0,
         rng: seed,
+        ready: Vec::new(),
         fired: Vec::new(),
     };
     let mut next = Some(first);
@@ -330,11 +338,18 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
             None => m.stopm(),
         };
         match h {
-            Handoff::Exit => break,
+            Handoff::Exit => {
+                m.deliver_ready(); // shutdown: the wakes drop the tasks
+                break;
+            }
             Handoff::Recheck => {}
             Handoff::P { p, spinning } => {
                 m.acquirep(p);
                 m.spinning = spinning;
+                // What our blocking poll readied runs on this P first.
+                if m.has_ready() {
+                    m.deliver_ready();
+                }
                 m.schedule_loop();
             }
         }

@@ -17,7 +17,9 @@
 //! queue (`global.rs`). An M looks for work in Go's order (`find.rs`): its
 //! P's local queue (every 61st slice the global queue first), the global
 //! queue, then stealing half of another P's queue (`steal.rs`); when it finds
-//! nothing it gives the P back and sleeps (`idle.rs`, `park.rs`).
+//! nothing it gives the P back and sleeps (`idle.rs`, `park.rs`); one
+//! sleeping M waits in the network poller while sockets are open
+//! (`net/poller.rs`).
 //!
 //! Unlike Go, goro cannot preempt a running task: a future runs until it
 //! returns from `poll`. A `poll` that blocks is the program's bug, but one
@@ -93,6 +95,8 @@ pub(crate) struct Sched {
     pub(crate) timer_rr: AtomicUsize,
     /// Ourselves, to hand an `Arc` to new threads.
     pub(crate) me: Weak<Sched>,
+    /// The network poller (epoll made on the first socket; net/poller.rs).
+    pub(crate) poller: crate::net::poller::Poller,
     /// Pool hook: how often the monitor cycles pools (`Builder::pool_cycle`).
     pub(crate) pool_cycle: std::time::Duration,
     /// Handoffs to threads the loom model would have started.
@@ -133,6 +137,7 @@ impl Sched {
             timer_rr: AtomicUsize::new(0),
             me: me.clone(),
             pool_cycle,
+            poller: crate::net::poller::Poller::new(),
             #[cfg(loom)]
             loom_started: Mutex::new(Vec::new()),
         })

@@ -10,6 +10,9 @@
 //!   `wakep`: thieves then take the P's `runnext` without pausing and drain
 //!   its ring by repeated half-steals, and run its due timers. The owner
 //!   clears the mark when its poll returns.
+//! * **Network poll.** While some P is busy, the monitor polls the
+//!   network if nobody has for 10 ms (`net/poller.rs`), so sockets are
+//!   served even when every P runs tasks that never let it look.
 //! * **Schedule trace.** With `GORO_SCHEDTRACE=<ms>`, one line per interval
 //!   on stderr in Go's `schedtrace` shape.
 //! * **Pool cycles** (seed 003, the GC's part in Go): every `pool_cycle`
@@ -149,6 +152,11 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             if idle {
                 idle_pool_cycles += 1;
             }
+        }
+        if !idle {
+            // Nobody polled for a while (every P busy in long polls):
+            // poll for them (Go's sysmon does; net/poller.rs).
+            crate::net::poller::sysmon_poll(&sched);
         }
         let retook = retake(&sched);
         delay = if retook {

@@ -12,8 +12,9 @@
 //!   deadline wakes it (`Handoff::Recheck`); arming one when nobody sleeps on
 //!   timers starts a thread (`wakep`), which parks as the sleeper. So a timer
 //!   fires on time even when every P is idle, and an idle runtime with no
-//!   timers makes no wakeups at all. (The netpoller will take the sleeper's
-//!   place: it blocks in epoll with the same timeout.)
+//!   timers makes no wakeups at all. While sockets are registered the
+//!   sleeper sleeps in the poller's epoll with the same timeout, so it
+//!   also wakes for readiness (net/poller.rs).
 //! * While every P is busy, arming wakes nobody: the busy Ps check their
 //!   own heaps every few slices and, when they run dry, each other's. A P
 //!   that goes idle re-reads every heap as its thread parks, and a P handed
@@ -277,14 +278,16 @@ impl Machine {
             }
             until = again;
         }
+        // `sleeper_park` sleeps in the poller instead of the futex while
+        // sockets are registered (net/poller.rs), with the same timeout.
         let h = if until == NEVER {
-            parker.park(None)
+            self.sleeper_park(None)
         } else {
             let now = sched.now();
             if until <= now {
                 None
             } else {
-                parker.park(Some(Duration::from_nanos(until - now)))
+                self.sleeper_park(Some(Duration::from_nanos(until - now)))
             }
         };
         sched.sleep_until.store(NEVER, Ordering::SeqCst);

@@ -1,0 +1,91 @@
+//! Networking: TCP and UDP sockets on the runtime's poller (Go's `net`
+//! package and netpoller).
+//!
+//! A task that reads a socket with no data does not block its thread: the
+//! socket is non-blocking, the task parks, and the poller wakes it when the
+//! socket becomes readable. There is no poller thread. As in Go, the
+//! scheduler's threads poll the runtime's one epoll themselves: without
+//! blocking when they run out of queued work, and one of them blocking in
+//! it, until the earliest timer, when every thread is idle (`poller.rs`).
+//! An idle runtime with open connections therefore makes no wakeups; a
+//! runtime that never opens a socket never creates the epoll.
+//!
+//! Deadlines are Go's: [`TcpStream::set_read_deadline`] and friends take an
+//! absolute time that applies to every operation until it is changed; past
+//! it, operations fail with [`std::io::ErrorKind::TimedOut`], and moving it
+//! into the future makes the socket usable again (`deadline.rs`).
+//!
+//! Sockets must be created inside a runtime (in a task, or in
+//! `Runtime::block_on`); creating one elsewhere is an error. A socket
+//! belongs to the poller of the runtime that created it: it may be used
+//! from any thread, but only that runtime's threads deliver its readiness,
+//! so once that runtime is dropped, operations that have to wait never
+//! finish (dropping the socket is still fine).
+//!
+//! # Rejected
+//!
+//! - Resolving host names on the blocking pool (tokio's `lookup_host`):
+//!   addresses given as `SocketAddr` or IP literals, the common case for
+//!   servers and tests, need no lookup, and a pool round trip per connect
+//!   would cost them a thread hand-off. A name is looked up on the calling
+//!   thread (documented on each method); wrap it in
+//!   [`crate::spawn_blocking`] where that matters.
+//!
+//! ```
+//! # goro::Runtime::builder().procs(2).build().unwrap().block_on(async {
+//! use goro::net::{TcpListener, TcpStream};
+//! let l = TcpListener::bind("127.0.0.1:0").await?;
+//! let addr = l.local_addr()?;
+//! goro::spawn(async move {
+//!     loop {
+//!         let (s, _) = l.accept().await.unwrap();
+//!         goro::spawn(async move {
+//!             let mut buf = [0; 1024];
+//!             loop {
+//!                 match s.read(&mut buf).await {
+//!                     Ok(0) | Err(_) => return,
+//!                     Ok(n) => {
+//!                         if s.write_all(&buf[..n]).await.is_err() {
+//!                             return;
+//!                         }
+//!                     }
+//!                 }
+//!             }
+//!         });
+//!     }
+//! });
+//! let c = TcpStream::connect(addr).await?;
+//! c.write_all(b"echo").await?;
+//! let mut buf = [0; 4];
+//! let mut n = 0;
+//! while n < 4 {
+//!     n += c.read(&mut buf[n..]).await?;
+//! }
+//! assert_eq!(&buf, b"echo");
+//! # Ok::<(), std::io::Error>(())
+//! # }).unwrap();
+//! ```
+
+mod deadline;
+mod io;
+pub(crate) mod poller;
+pub(crate) mod scheduled_io;
+mod tcp;
+mod udp;
+
+pub use tcp::{TcpListener, TcpStream};
+pub use udp::UdpSocket;
+
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// `addr`'s addresses (a host name is looked up on the calling thread).
+fn resolve(addr: impl ToSocketAddrs) -> std::io::Result<Vec<SocketAddr>> {
+    Ok(addr.to_socket_addrs()?.collect())
+}
+
+fn no_addresses() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        "could not resolve to any address",
+    )
+}

@@ -1,0 +1,499 @@
+//! The poller: one epoll instance per runtime (Go's netpoller), and how
+//! the scheduler's threads use it.
+//!
+//! # Who polls, and when
+//!
+//! A socket is registered once, edge-triggered, for reading and writing;
+//! its readiness record (`scheduled_io.rs`) holds the tasks waiting on it.
+//! Nobody owns the epoll: the scheduler's threads poll it as Go's do.
+//!
+//! * **Non-blocking, from find-runnable** (step 5 in `find.rs`): an M
+//!   holding a P whose local and global queues are empty polls with a zero
+//!   timeout before it steals, and runs what it readied (the wakes land in
+//!   its own P's queue; the first in `runnext`). The poll is skipped when
+//!   nothing is registered (a runtime without sockets pays one atomic
+//!   load), when the last poll was less than [`MIN_POLL_GAP`] ago (so Ms
+//!   spinning for work do not turn into an `epoll_wait` storm), and when
+//!   another thread is inside the epoll (its lock is taken: a blocked M
+//!   delivers the events itself).
+//! * **Blocking, by the timer sleeper** (`sched/timers.rs`): the one parked
+//!   M that sleeps until the earliest timer sleeps in `epoll_wait` instead
+//!   of on its futex while sockets are registered, with the same timeout.
+//!   So at most one M blocks in the poller, and an idle runtime with open
+//!   connections makes no wakeups at all. Whatever would have woken the
+//!   futex breaks the wait instead (Go's `netpollBreak`): a P handed to
+//!   that M (`startm`), an earlier timer (`timer_added`), shutdown. The
+//!   parker knows whether its M sleeps in the poller and writes the
+//!   poller's eventfd (`mio::Waker`) instead of signalling its condition
+//!   variable (`park.rs`).
+//! * **The monitor** polls when nobody has for [`SYSMON_POLL_GAP`] while
+//!   some P is busy (Go's sysmon does the same): a task that never yields
+//!   would otherwise hide every socket from a runtime with one P.
+//!
+//! # How readiness reaches tasks (Go's `injectglist`)
+//!
+//! Polling collects the wakers of the tasks it readied; they are woken
+//! after the poll lock is dropped. On a thread holding a P they go to the
+//! tail of that P's queue in the order the poll reported them, followed by
+//! one `wakep` for a thief to share them (`wake_batch`); on a thread
+//! without one (the sleeper, the monitor) each goes to the global queue
+//! followed by `wakep`. The
+//! sleeper, woken by readiness, first takes an idle P if there is one and
+//! delivers the wakes with it (`Machine::deliver_ready`), so the tasks run
+//! on the M that saw them ready; with every P busy it injects them.
+//!
+//! # Lazy start, stale events
+//!
+//! The epoll, its eventfd and their lock are made on the first
+//! registration; a runtime that never opens a socket has none. The first
+//! registration (and any after the count fell to zero) kicks the timer
+//! sleeper so that it moves from its futex into the epoll, or starts a
+//! thread to become one.
+//!
+//! An epoll token is a slot index plus a generation. Closing a socket frees
+//! the slot and bumps the generation, so an event for the old socket still
+//! in flight (fetched by a poll on another thread) is ignored rather than
+//! delivered to the socket that reuses the slot (Go's `fdseq`).
+//!
+//! # Rejected
+//!
+//! - A dedicated poller thread (tokio's I/O driver before its rework, and
+//!   Go before 1.1): every readiness would be a cross-thread hand-off plus
+//!   a futex wake, and the thread would be one more to wake when idle.
+//! - Level-triggered epoll: every poll would report every socket that has
+//!   unread data, so a slow reader would make every poll return at once.
+//! - The socket's address as the epoll token (tokio): safe only if a
+//!   record outlives every poll that may still report it; the slot table
+//!   costs one uncontended lock per poll batch and needs no `unsafe`.
+//! - The poller lock held by any M, blocking or not, with a flag for "an M
+//!   blocks": `try_lock` is that flag.
+
+use crate::net::scheduled_io::{wake_all, ScheduledIo, READ, WRITE};
+use crate::sched::machine::Machine;
+use crate::sched::park::{Handoff, PollBreak};
+use crate::sched::task::Runnable;
+use crate::sched::Sched;
+use crate::stats::{bump, bump_shared};
+use crate::time::clock;
+use mio::event::Source;
+use mio::{Events, Interest, Token};
+use std::io;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::task::Waker;
+use std::time::Duration;
+
+/// Non-blocking polls from find-runnable are at least this far apart.
+pub(crate) const MIN_POLL_GAP: Duration = Duration::from_micros(20);
+/// The monitor polls if nobody has for this long (Go's sysmon: 10 ms).
+pub(crate) const SYSMON_POLL_GAP: Duration = Duration::from_millis(10);
+/// Events taken per `epoll_wait` (Go takes 128).
+const EVENTS: usize = 128;
+/// The token of the eventfd that breaks a blocking poll.
+const WAKE_TOKEN: Token = Token(usize::MAX);
+
+/// The runtime's poller: the epoll, made on first use.
+pub(crate) struct Poller {
+    driver: OnceLock<Arc<Driver>>,
+    /// Serialises the making of the driver (which may fail, e.g. `EMFILE`).
+    init: Mutex<()>,
+}
+
+/// The epoll and what goes with it.
+pub(crate) struct Driver {
+    /// The epoll and its event buffer; held by whoever polls. `try_lock`
+    /// failing means another thread is polling (maybe blocked).
+    poll: Mutex<PollState>,
+    registry: mio::Registry,
+    waker: mio::Waker,
+    slots: Mutex<Slots>,
+    /// Registered sockets; nobody polls while it is zero.
+    registered: AtomicUsize,
+    /// Timer clock at the last poll's return (rate limit).
+    last_poll: AtomicU64,
+}
+
+struct PollState {
+    poll: mio::Poll,
+    events: Events,
+}
+
+/// Slot table: token → readiness record, with generations.
+#[derive(Default)]
+pub(crate) struct Slots {
+    entries: Vec<(u32, Option<Arc<ScheduledIo>>)>,
+    free: Vec<u32>,
+}
+
+impl Slots {
+    /// Stores `io` and returns its token.
+    pub(crate) fn insert(&mut self, io: Arc<ScheduledIo>) -> usize {
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.entries.push((0, None));
+                (self.entries.len() - 1) as u32
+            }
+        };
+        let e = &mut self.entries[idx as usize];
+        e.1 = Some(io);
+        (e.0 as usize) << 32 | idx as usize
+    }
+
+    /// The record of `token`, unless its socket is gone.
+    pub(crate) fn get(&self, token: usize) -> Option<&Arc<ScheduledIo>> {
+        let (idx, gen) = (token & 0xffff_ffff, (token >> 32) as u32);
+        match self.entries.get(idx) {
+            Some((g, Some(io))) if *g == gen => Some(io),
+            _ => None,
+        }
+    }
+
+    /// Frees `token`'s slot; later events for it are ignored.
+    pub(crate) fn remove(&mut self, token: usize) {
+        let (idx, gen) = (token & 0xffff_ffff, (token >> 32) as u32);
+        if let Some(e) = self.entries.get_mut(idx) {
+            if e.0 == gen && e.1.is_some() {
+                e.1 = None;
+                e.0 = e.0.wrapping_add(1);
+                self.free.push(idx as u32);
+            }
+        }
+    }
+}
+
+impl Poller {
+    pub(crate) fn new() -> Poller {
+        Poller {
+            driver: OnceLock::new(),
+            init: Mutex::new(()),
+        }
+    }
+
+    /// The driver, made on first use.
+    fn driver(&self) -> io::Result<&Arc<Driver>> {
+        if let Some(d) = self.driver.get() {
+            return Ok(d);
+        }
+        let _g = self.init.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = self.driver.get() {
+            return Ok(d);
+        }
+        let d = Driver::new()?;
+        Ok(self.driver.get_or_init(|| d))
+    }
+
+    /// The driver if sockets are registered (the sleeper then sleeps in it).
+    pub(crate) fn active(&self) -> Option<&Arc<Driver>> {
+        // Relaxed: a stale zero only makes the sleeper use its futex this
+        // once; the 0 → 1 transition kicks it (`Sched::poller_activated`).
+        self.driver
+            .get()
+            .filter(|d| d.registered.load(Ordering::Relaxed) > 0)
+    }
+
+    /// A non-blocking poll if one is due (see module docs); appends the
+    /// readied wakers to `out`. Returns whether it polled.
+    pub(crate) fn poll_if_due(
+        &self,
+        gap: Duration,
+        counters: &AtomicU64,
+        out: &mut Vec<Waker>,
+    ) -> bool {
+        let Some(d) = self.active() else {
+            return false;
+        };
+        let now = clock::now();
+        // Relaxed: a rate limit; a stale value costs one early or late poll.
+        let last = d.last_poll.load(Ordering::Relaxed);
+        if now < last.saturating_add(gap.as_nanos() as u64) {
+            return false;
+        }
+        let Ok(mut st) = d.poll.try_lock() else {
+            return false; // another thread polls (maybe blocked): it delivers
+        };
+        counters.fetch_add(1, Ordering::Relaxed);
+        d.poll_locked(&mut st, Some(Duration::ZERO), out);
+        true
+    }
+}
+
+impl Driver {
+    fn new() -> io::Result<Arc<Driver>> {
+        let poll = mio::Poll::new()?;
+        let registry = poll.registry().try_clone()?;
+        let waker = mio::Waker::new(&registry, WAKE_TOKEN)?;
+        Ok(Arc::new(Driver {
+            poll: Mutex::new(PollState {
+                poll,
+                events: Events::with_capacity(EVENTS),
+            }),
+            registry,
+            waker,
+            slots: Mutex::new(Slots::default()),
+            registered: AtomicUsize::new(0),
+            last_poll: AtomicU64::new(0),
+        }))
+    }
+
+    /// Blocks in the epoll for at most `timeout` (`None`: no limit) and
+    /// appends the readied wakers to `out`. Only the timer sleeper calls it.
+    pub(crate) fn poll_blocking(
+        &self,
+        timeout: Option<Duration>,
+        counter: &AtomicU64,
+        out: &mut Vec<Waker>,
+    ) {
+        let mut st = self.poll.lock().unwrap_or_else(|e| e.into_inner());
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.poll_locked(&mut st, timeout, out);
+    }
+
+    fn poll_locked(&self, st: &mut PollState, timeout: Option<Duration>, out: &mut Vec<Waker>) {
+        let PollState { poll, events } = st;
+        match poll.poll(events, timeout) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => events.clear(),
+            Err(e) => {
+                eprintln!("goro: epoll_wait failed: {e}");
+                events.clear();
+            }
+        }
+        // Relaxed: see `poll_if_due`.
+        self.last_poll.store(clock::now(), Ordering::Relaxed);
+        if events.is_empty() {
+            return;
+        }
+        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        for ev in events.iter() {
+            if ev.token() == WAKE_TOKEN {
+                continue;
+            }
+            let Some(io) = slots.get(ev.token().0) else {
+                continue; // the socket closed since: a stale event
+            };
+            let mut ready = 0;
+            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                ready |= READ;
+            }
+            if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
+                ready |= WRITE;
+            }
+            if ready != 0 {
+                io.set_ready(ready, out);
+            }
+        }
+    }
+}
+
+impl PollBreak for Driver {
+    /// Breaks a blocking poll (Go's `netpollBreak`).
+    fn wake(&self) {
+        if let Err(e) = self.waker.wake() {
+            // Only possible if the eventfd is gone; the sleeper then wakes
+            // at its deadline instead.
+            eprintln!("goro: cannot break the poller's wait: {e}");
+        }
+    }
+}
+
+/// A socket's registration with its runtime's poller.
+pub(crate) struct Registration {
+    pub(crate) io: Arc<ScheduledIo>,
+    driver: Arc<Driver>,
+    token: usize,
+    /// The runtime, for deadline timers.
+    pub(crate) sched: Weak<Sched>,
+}
+
+impl Registration {
+    /// Registers `source` with the poller of the calling thread's runtime.
+    pub(crate) fn new<S: Source>(source: &mut S) -> io::Result<Registration> {
+        let sched = crate::sched::machine::current_sched().ok_or_else(|| {
+            io::Error::other(
+                "goro::net used outside a goro runtime: create sockets in a goro task or inside Runtime::block_on",
+            )
+        })?;
+        let driver = sched.poller.driver()?.clone();
+        let io = Arc::new(ScheduledIo::new());
+        let token = driver
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(io.clone());
+        if let Err(e) = driver.registry.register(
+            source,
+            Token(token),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            driver
+                .slots
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(token);
+            return Err(e);
+        }
+        // Relaxed: the count only gates polling; the 0 → 1 kick below goes
+        // through the sleeper's lock, which orders it (see `poller_activated`).
+        if driver.registered.fetch_add(1, Ordering::Relaxed) == 0 {
+            sched.poller_activated();
+        }
+        Ok(Registration {
+            io,
+            driver,
+            token,
+            sched: Arc::downgrade(&sched),
+        })
+    }
+
+    /// Deregisters `source` (the socket is being dropped): later events are
+    /// ignored, waiters woken, deadline timers stopped.
+    pub(crate) fn deregister<S: Source>(&mut self, source: &mut S) {
+        let _ = self.driver.registry.deregister(source);
+        self.driver
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(self.token);
+        self.driver.registered.fetch_sub(1, Ordering::Relaxed);
+        let mut out = Vec::new();
+        let timers = self.io.close(&mut out);
+        wake_all(&mut out);
+        for t in timers.into_iter().flatten() {
+            crate::sched::timers::arm_timer(&t, 0, 0);
+        }
+    }
+}
+
+impl Sched {
+    /// The first socket was registered: the timer sleeper, if any, sleeps on
+    /// its futex and must move into the epoll; without one, start a thread
+    /// that will become it (as `timer_added` does for a first timer).
+    fn poller_activated(&self) {
+        // The sleeper publishes itself under this lock before it decides
+        // between futex and epoll, so either it sees the registration or we
+        // see it (and the re-check it gets makes it decide again).
+        let sleeper = self
+            .timer_sleeper
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        match sleeper {
+            Some(parker) => parker.unpark(Handoff::Recheck),
+            None => self.wakep(),
+        }
+    }
+}
+
+impl Machine {
+    /// Find-runnable's step 5: a non-blocking poll, if due. Returns a task it
+    /// readied onto this P, if any.
+    pub(crate) fn netpoll(&mut self) -> Option<Runnable> {
+        let sched = self.sched.clone();
+        let p = &sched.ps[self.p()];
+        if !sched
+            .poller
+            .poll_if_due(MIN_POLL_GAP, &p.counters.netpolls, &mut self.ready)
+        {
+            return None;
+        }
+        if self.ready.is_empty() {
+            return None;
+        }
+        bump(&p.counters.netpoll_ready, self.ready.len() as u64);
+        wake_batch(&sched, &mut self.ready);
+        p.runq.get(false).map(|(t, _)| t)
+    }
+
+    /// Sleeps as the timer sleeper for `timeout`: in the epoll if sockets
+    /// are registered (keeping what it readied in `self.ready`), else on
+    /// the parker's futex.
+    pub(crate) fn sleeper_park(&mut self, timeout: Option<Duration>) -> Option<Handoff> {
+        let sched = self.sched.clone();
+        let parker = self.parker.clone();
+        match sched.poller.active() {
+            Some(d) => {
+                let ready = &mut self.ready;
+                parker.park_polling(d.clone(), || {
+                    d.poll_blocking(timeout, &sched.counters.netpolls, ready)
+                })
+            }
+            None => parker.park(timeout),
+        }
+    }
+
+    /// Whether the sleeper's blocking poll readied tasks not yet woken.
+    pub(crate) fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// Wakes what the blocking poll readied: into this M's P if it holds
+    /// one, else to the global queue (Go's `injectglist`).
+    pub(crate) fn deliver_ready(&mut self) {
+        let n = self.ready.len() as u64;
+        let sched = self.sched.clone();
+        if let Some(pid) = crate::sched::machine::current_p(&sched) {
+            bump(&sched.ps[pid].counters.netpoll_ready, n);
+            wake_batch(&sched, &mut self.ready);
+        } else {
+            bump_shared(&sched.counters.netpoll_ready, n);
+            wake_all(&mut self.ready);
+        }
+    }
+}
+
+/// Wakes a poll's batch on the current P as Go's `injectglist` does: each
+/// task to the tail of the P's queue in the order the poll saw them (the
+/// quiet mode timer runs use, `WakeTarget::TimerBatch`), then one `wakep`
+/// for the lot, instead of a `runnext` bump and a fenced `wakep` per task.
+fn wake_batch(sched: &Sched, wakers: &mut Vec<Waker>) {
+    use crate::sched::machine::CTX;
+    struct Quiet;
+    impl Drop for Quiet {
+        fn drop(&mut self) {
+            CTX.with(|c| c.timer_wakes.set(false));
+        }
+    }
+    CTX.with(|c| c.timer_wakes.set(true));
+    let quiet = Quiet; // ends the mode even if a waker panics
+    let many = wakers.len() > 1;
+    wake_all(wakers);
+    drop(quiet);
+    if many {
+        sched.wakep(); // the first runs here; a thief for the rest
+    }
+}
+
+/// The monitor's poll (see module docs): wakes what it readied into the
+/// global queue.
+pub(crate) fn sysmon_poll(sched: &Sched) {
+    let mut out = Vec::new();
+    if sched
+        .poller
+        .poll_if_due(SYSMON_POLL_GAP, &sched.counters.netpolls, &mut out)
+    {
+        bump_shared(&sched.counters.netpoll_ready, out.len() as u64);
+        wake_all(&mut out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_tokens_find_nothing_after_the_slot_is_reused() {
+        let mut s = Slots::default();
+        let a = s.insert(Arc::new(ScheduledIo::new()));
+        s.remove(a);
+        let b = s.insert(Arc::new(ScheduledIo::new()));
+        assert_eq!(a & 0xffff_ffff, b & 0xffff_ffff, "slot reused");
+        assert!(
+            s.get(a).is_none(),
+            "an event for the closed socket is ignored"
+        );
+        assert!(s.get(b).is_some());
+        s.remove(a); // a stale remove must not free the new socket's slot
+        assert!(s.get(b).is_some());
+    }
+}

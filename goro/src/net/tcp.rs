@@ -1,0 +1,554 @@
+//! TCP: [`TcpListener`] and [`TcpStream`] on the runtime's poller.
+//!
+//! Both wrap a non-blocking mio socket registered with the poller of the
+//! runtime that created them (`io.rs`). Operations take `&self`, as std's
+//! and tokio's do, so one task can read a stream while another writes it;
+//! deadlines follow Go (`deadline.rs`). A stream also implements
+//! `futures_io::AsyncRead`/`AsyncWrite` (for `TcpStream` and
+//! `&TcpStream`), so the `futures` ecosystem's adapters work on it.
+//!
+//! # Rejected
+//!
+//! - Splitting a stream into owned read and write halves as the only way
+//!   to use both directions at once (tokio's `into_split`): `&self`
+//!   operations give the same concurrency without an `Arc`.
+
+use crate::net::io::PollIo;
+use crate::net::resolve;
+use crate::net::scheduled_io::Direction;
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+/// A TCP socket listening for connections (Go's `net.TCPListener`).
+///
+/// ```
+/// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+/// let l = goro::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let addr = l.local_addr()?;
+/// let client = goro::spawn(async move { goro::net::TcpStream::connect(addr).await });
+/// let (server_side, peer) = l.accept().await?;
+/// assert_eq!(peer, client.await.unwrap()?.local_addr()?);
+/// # drop(server_side);
+/// # Ok::<(), std::io::Error>(())
+/// # }).unwrap();
+/// ```
+pub struct TcpListener {
+    io: PollIo<mio::net::TcpListener>,
+}
+
+impl TcpListener {
+    /// Binds to the first of `addr`'s addresses that works (port 0 picks a
+    /// free port), with `SO_REUSEADDR` set and the system's largest accept
+    /// backlog (`somaxconn`, as Go does). A host name is resolved on the
+    /// calling thread (blocking); pass an address in async code.
+    ///
+    /// Fails outside a goro runtime.
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// assert_ne!(l.local_addr().unwrap().port(), 0);
+    /// # });
+    /// ```
+    pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        let mut last = None;
+        for a in resolve(addr)? {
+            match mio::net::TcpListener::bind(a)
+                .and_then(widen_backlog)
+                .and_then(PollIo::new)
+            {
+                Ok(io) => return Ok(TcpListener { io }),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(crate::net::no_addresses))
+    }
+
+    /// Waits for a connection; returns it and the peer's address. An error
+    /// such as `EMFILE` (too many open files) is returned as is and the
+    /// listener stays usable: the connection waits in the backlog for the
+    /// next call. Fails with `TimedOut` past the deadline
+    /// ([`TcpListener::set_deadline`]).
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let addr = l.local_addr().unwrap();
+    /// goro::spawn(async move { goro::net::TcpStream::connect(addr).await.unwrap() });
+    /// let (_stream, _peer) = l.accept().await.unwrap();
+    /// # });
+    /// ```
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        std::future::poll_fn(|cx| self.poll_accept(cx)).await
+    }
+
+    /// The poll form of [`TcpListener::accept`], for adapters.
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let addr = l.local_addr().unwrap();
+    /// goro::spawn(async move { goro::net::TcpStream::connect(addr).await.unwrap() });
+    /// let (_s, _peer) = std::future::poll_fn(|cx| l.poll_accept(cx)).await.unwrap();
+    /// # });
+    /// ```
+    pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
+        match self.io.poll_io(cx, Direction::Read, |l| l.accept()) {
+            Poll::Ready(Ok((s, peer))) => Poll::Ready(TcpStream::new(s).map(|s| (s, peer))),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// The address the listener is bound to.
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// assert!(l.local_addr().unwrap().ip().is_loopback());
+    /// # });
+    /// ```
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get().local_addr()
+    }
+
+    /// Sets the deadline for [`TcpListener::accept`] (Go's `SetDeadline`):
+    /// past it, pending and future accepts fail with `TimedOut`; `None`
+    /// clears it. A later deadline makes the listener usable again.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// l.set_deadline(Some(Instant::now()));
+    /// assert_eq!(l.accept().await.unwrap_err().kind(), std::io::ErrorKind::TimedOut);
+    /// # });
+    /// ```
+    pub fn set_deadline(&self, deadline: Option<Instant>) {
+        self.io.set_deadline(Direction::Read, deadline);
+    }
+}
+
+/// The accept backlog: the system's maximum, as Go uses
+/// (`/proc/sys/net/core/somaxconn`, else 4096). mio listens with std's 128,
+/// which makes a burst of a few hundred connects lose SYNs and retry a
+/// second later.
+fn backlog() -> i32 {
+    static BACKLOG: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *BACKLOG.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(4096)
+            .min(65535)
+    })
+}
+
+/// Listens again with the full backlog (Linux updates it in place).
+fn widen_backlog(l: mio::net::TcpListener) -> io::Result<mio::net::TcpListener> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `listen` on a descriptor we own; it reads no memory of ours.
+    if unsafe { libc::listen(l.as_raw_fd(), backlog()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(l)
+}
+
+impl fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpListener")
+            .field("local_addr", &self.local_addr().ok())
+            .finish()
+    }
+}
+
+/// A TCP connection (Go's `net.TCPConn`).
+///
+/// ```
+/// # goro::Runtime::builder().procs(2).build().unwrap().block_on(async {
+/// let l = goro::net::TcpListener::bind("127.0.0.1:0").await?;
+/// let addr = l.local_addr()?;
+/// goro::spawn(async move {
+///     let (s, _) = l.accept().await.unwrap();
+///     let mut buf = [0; 5];
+///     let n = s.read(&mut buf).await.unwrap();
+///     s.write_all(&buf[..n]).await.unwrap(); // echo
+/// });
+/// let s = goro::net::TcpStream::connect(addr).await?;
+/// s.write_all(b"hello").await?;
+/// let mut buf = [0; 5];
+/// let mut got = 0;
+/// while got < 5 {
+///     got += s.read(&mut buf[got..]).await?;
+/// }
+/// assert_eq!(&buf, b"hello");
+/// # Ok::<(), std::io::Error>(())
+/// # }).unwrap();
+/// ```
+pub struct TcpStream {
+    io: PollIo<mio::net::TcpStream>,
+}
+
+impl TcpStream {
+    fn new(s: mio::net::TcpStream) -> io::Result<TcpStream> {
+        Ok(TcpStream {
+            io: PollIo::new(s)?,
+        })
+    }
+
+    /// Connects to the first of `addr`'s addresses that accepts. A host
+    /// name is resolved on the calling thread (blocking). Bound the wait
+    /// with [`crate::time::timeout`].
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let s = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// assert_eq!(s.peer_addr().unwrap(), l.local_addr().unwrap());
+    /// # });
+    /// ```
+    pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        let mut last = None;
+        for a in resolve(addr)? {
+            match TcpStream::connect_one(a).await {
+                Ok(s) => return Ok(s),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(crate::net::no_addresses))
+    }
+
+    async fn connect_one(addr: SocketAddr) -> io::Result<TcpStream> {
+        let s = TcpStream::new(mio::net::TcpStream::connect(addr)?)?;
+        // Writable means the handshake finished, one way or the other.
+        s.io.io(Direction::Write, |s| {
+            if let Some(e) = s.take_error()? {
+                return Err(e);
+            }
+            match s.peer_addr() {
+                Ok(_) => Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+                    Err(io::ErrorKind::WouldBlock.into())
+                }
+                Err(e) => Err(e),
+            }
+        })
+        .await?;
+        Ok(s)
+    }
+
+    /// Reads into `buf`; returns how many bytes, `0` once the peer has shut
+    /// down its side (or for an empty `buf`). A reset connection is an
+    /// error (`ConnectionReset`); past the read deadline, `TimedOut`.
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// let (s, _) = l.accept().await.unwrap();
+    /// c.write_all(b"hi").await.unwrap();
+    /// c.shutdown(std::net::Shutdown::Write).unwrap();
+    /// let mut buf = [0; 8];
+    /// let mut n = 0;
+    /// loop {
+    ///     match s.read(&mut buf[n..]).await.unwrap() {
+    ///         0 => break,
+    ///         k => n += k,
+    ///     }
+    /// }
+    /// assert_eq!(&buf[..n], b"hi");
+    /// # });
+    /// ```
+    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.io.io(Direction::Read, |mut s| s.read(buf)).await
+    }
+
+    /// Writes some of `buf`; returns how many bytes. Past the write
+    /// deadline, `TimedOut`; to a reset or shut-down peer, an error.
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// assert_eq!(c.write(b"abc").await.unwrap(), 3);
+    /// # });
+    /// ```
+    pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io.io(Direction::Write, |mut s| s.write(buf)).await
+    }
+
+    /// Writes all of `buf`, waiting as needed.
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// c.write_all(&[7; 1000]).await.unwrap();
+    /// # });
+    /// ```
+    pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.write(buf).await? {
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                n => buf = &buf[n..],
+            }
+        }
+        Ok(())
+    }
+
+    /// The poll form of [`TcpStream::read`], for adapters.
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// # let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// # let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// # c.write_all(b"x").await.unwrap();
+    /// let (s, _) = l.accept().await.unwrap();
+    /// let mut buf = [0; 1];
+    /// let n = std::future::poll_fn(|cx| s.poll_read(cx, &mut buf)).await.unwrap();
+    /// assert_eq!(n, 1);
+    /// # });
+    /// ```
+    pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        self.io.poll_io(cx, Direction::Read, |mut s| s.read(buf))
+    }
+
+    /// The poll form of [`TcpStream::write`], for adapters.
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// # let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// let n = std::future::poll_fn(|cx| c.poll_write(cx, b"x")).await.unwrap();
+    /// assert_eq!(n, 1);
+    /// # });
+    /// ```
+    pub fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.io.poll_io(cx, Direction::Write, |mut s| s.write(buf))
+    }
+
+    /// Shuts down the read side, the write side (the peer reads `Ok(0)`)
+    /// or both.
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// let (s, _) = l.accept().await.unwrap();
+    /// c.shutdown(std::net::Shutdown::Write).unwrap();
+    /// assert_eq!(s.read(&mut [0; 4]).await.unwrap(), 0);
+    /// # });
+    /// ```
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.io.get().shutdown(how)
+    }
+
+    /// The remote address.
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// assert_eq!(c.peer_addr().unwrap(), l.local_addr().unwrap());
+    /// # });
+    /// ```
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get().peer_addr()
+    }
+
+    /// The local address.
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// let (_s, peer) = l.accept().await.unwrap();
+    /// assert_eq!(c.local_addr().unwrap(), peer);
+    /// # });
+    /// ```
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.get().local_addr()
+    }
+
+    /// Sets `TCP_NODELAY` (disables Nagle's algorithm; Go's default is on).
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// c.set_nodelay(true).unwrap();
+    /// assert!(c.nodelay().unwrap());
+    /// # });
+    /// ```
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        self.io.get().set_nodelay(on)
+    }
+
+    /// Whether `TCP_NODELAY` is set.
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// # let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// c.set_nodelay(false).unwrap();
+    /// assert!(!c.nodelay().unwrap());
+    /// # });
+    /// ```
+    pub fn nodelay(&self) -> io::Result<bool> {
+        self.io.get().nodelay()
+    }
+
+    /// Sets the read deadline (Go's `SetReadDeadline`): past it, pending and
+    /// future reads fail with `TimedOut` until it is moved into the future
+    /// or cleared (`None`).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// c.set_read_deadline(Some(Instant::now() + Duration::from_millis(5)));
+    /// let e = c.read(&mut [0; 4]).await.unwrap_err(); // the peer is silent
+    /// assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+    /// c.set_read_deadline(None); // usable again
+    /// # });
+    /// ```
+    pub fn set_read_deadline(&self, deadline: Option<Instant>) {
+        self.io.set_deadline(Direction::Read, deadline);
+    }
+
+    /// Sets the write deadline (Go's `SetWriteDeadline`), as
+    /// [`TcpStream::set_read_deadline`] does for reads.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// c.set_write_deadline(Some(Instant::now()));
+    /// assert_eq!(c.write(b"x").await.unwrap_err().kind(), std::io::ErrorKind::TimedOut);
+    /// # });
+    /// ```
+    pub fn set_write_deadline(&self, deadline: Option<Instant>) {
+        self.io.set_deadline(Direction::Write, deadline);
+    }
+
+    /// Sets both deadlines (Go's `SetDeadline`).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// c.set_deadline(Some(Instant::now() + Duration::from_secs(30)));
+    /// c.write_all(b"in time").await.unwrap();
+    /// # });
+    /// ```
+    pub fn set_deadline(&self, deadline: Option<Instant>) {
+        self.set_read_deadline(deadline);
+        self.set_write_deadline(deadline);
+    }
+}
+
+impl fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpStream")
+            .field("local_addr", &self.local_addr().ok())
+            .field("peer_addr", &self.peer_addr().ok())
+            .finish()
+    }
+}
+
+impl futures_io::AsyncRead for TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        TcpStream::poll_read(&self, cx, buf)
+    }
+}
+
+impl futures_io::AsyncWrite for TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        TcpStream::poll_write(&self, cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(())) // no buffering of our own
+    }
+
+    fn poll_close(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.shutdown(Shutdown::Write))
+    }
+}
+
+impl futures_io::AsyncRead for &TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        TcpStream::poll_read(self.get_mut(), cx, buf)
+    }
+}
+
+impl futures_io::AsyncWrite for &TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        TcpStream::poll_write(self.get_mut(), cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.shutdown(Shutdown::Write))
+    }
+}
+
+impl std::os::fd::AsRawFd for TcpListener {
+    /// The socket's file descriptor (for socket options goro does not
+    /// wrap). Reading or writing it directly bypasses the poller.
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// # let s = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// assert!(s.as_raw_fd() >= 0);
+    /// # });
+    /// ```
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.io.get().as_raw_fd()
+    }
+}
+
+impl std::os::fd::AsRawFd for TcpStream {
+    /// The socket's file descriptor (for socket options goro does not
+    /// wrap). Reading or writing it directly bypasses the poller.
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// # let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// # let s = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// assert!(s.as_raw_fd() >= 0);
+    /// # });
+    /// ```
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.io.get().as_raw_fd()
+    }
+}

@@ -1,0 +1,38 @@
+//! Helpers shared by the `net_*` tests (included with `#[path]`).
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+/// Raises the soft `RLIMIT_NOFILE` to at least `want` (up to the hard
+/// limit); returns the soft limit now in force.
+pub fn raise_fd_limit(want: u64) -> u64 {
+    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        assert_eq!(
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl),
+            0,
+            "getrlimit"
+        );
+        if (rl.rlim_cur as u64) < want {
+            rl.rlim_cur = (want as libc::rlim_t).min(rl.rlim_max);
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &rl), 0, "setrlimit");
+        }
+        rl.rlim_cur as u64
+    }
+}
+
+/// Reads until `buf` is full; fails on EOF.
+pub async fn read_exact(s: &goro::net::TcpStream, buf: &mut [u8]) -> std::io::Result<()> {
+    let mut n = 0;
+    while n < buf.len() {
+        match s.read(&mut buf[n..]).await? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            k => n += k,
+        }
+    }
+    Ok(())
+}
+
+/// A limit for whole tests: generous, since CI machines are shared.
+pub const LIMIT: Duration = Duration::from_secs(60);
