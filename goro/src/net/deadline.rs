@@ -33,7 +33,7 @@
 use crate::net::poller::Registration;
 use crate::net::scheduled_io::{wake_all, Direction, ScheduledIo};
 use crate::time::clock;
-use crate::time::timer::{Action, TimerInner, NEVER};
+use crate::time::timer::{Action, Callback, TimerInner, NEVER};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
@@ -89,7 +89,7 @@ fn new_timer(reg: &Registration, dir: Direction) -> Option<Arc<TimerInner>> {
     let home = sched.arm_queue().0.clone();
     Some(TimerInner::new(
         Action::Func { spawn: false },
-        Some(f),
+        Callback::Boxed(f),
         home,
     ))
 }
