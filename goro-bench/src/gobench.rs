@@ -231,6 +231,8 @@ pub struct GoServer {
 struct ServerIo {
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
+    /// Disconnected once the stderr reader has read everything.
+    stderr_done: mpsc::Receiver<()>,
 }
 
 impl GoBench {
@@ -260,7 +262,9 @@ impl GoBench {
         let stderr = Arc::new(Mutex::new(String::new()));
         let mut err_pipe = child.stderr.take().expect("piped stderr");
         let keep = stderr.clone();
+        let (done_tx, stderr_done) = mpsc::channel::<()>();
         std::thread::spawn(move || {
+            let _done = done_tx;
             let mut buf = [0u8; 1024];
             while let Ok(n) = err_pipe.read(&mut buf) {
                 if n == 0 {
@@ -279,7 +283,11 @@ impl GoBench {
         let mut server = GoServer {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             child,
-            io: Mutex::new(ServerIo { stdin, lines }),
+            io: Mutex::new(ServerIo {
+                stdin,
+                lines,
+                stderr_done,
+            }),
             stderr,
         };
         let line = server.line()?;
@@ -301,7 +309,11 @@ impl GoServer {
                 mpsc::RecvTimeoutError::Timeout => {
                     format!("no answer within {}s", SERVE_WAIT.as_secs())
                 }
-                mpsc::RecvTimeoutError::Disconnected => "it exited".to_string(),
+                mpsc::RecvTimeoutError::Disconnected => {
+                    // Its last words may still be in the stderr pipe.
+                    let _ = io.stderr_done.recv_timeout(Duration::from_secs(1));
+                    "it exited".to_string()
+                }
             };
             let err = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
             let last = err.lines().last().unwrap_or("").trim();

@@ -139,10 +139,29 @@ pub fn bind_failed(workload: &str, rt: &str, e: std::io::Error) -> String {
     format!("{workload}: the {rt} server cannot listen on {LOOPBACK}: {e}")
 }
 
+/// Where a server's accept loop leaves its error (it then stops accepting,
+/// and the client fails in its own words; this says why).
+pub type AcceptError = std::sync::Arc<std::sync::Mutex<Option<std::io::Error>>>;
+
 /// The end of a body: the generator's result, then a bounded wait for the
 /// server's connection tasks, which end when they see the client's close.
-pub fn finish(workload: &str, out: Result<RunOut, String>, closed: Result<(), ()>) -> RunOut {
-    let out = out.unwrap_or_else(|e| panic!("{workload}: {e}"));
+/// A failure panics with one line (the harness reports it).
+pub fn finish(
+    workload: &str,
+    rt: &str,
+    out: Result<RunOut, String>,
+    accept: &AcceptError,
+    closed: Result<(), ()>,
+) -> RunOut {
+    let out =
+        out.unwrap_or_else(
+            |e| match accept.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                Some(a) => panic!(
+                    "{workload}: the {rt} server's accept failed: {a} (the client then: {e})"
+                ),
+                None => panic!("{workload}: {e}"),
+            },
+        );
     if closed.is_err() {
         panic!(
             "{workload}: server connections still open {}s after the clients closed them",
@@ -196,14 +215,16 @@ mod tokio_side {
             .unwrap_or_else(|e| panic!("{workload}: local_addr: {e}"));
         let conns = spec.conns;
         let closed = Latch::new(conns);
-        let c = closed.clone();
+        let accept_err = AcceptError::default();
+        let (c, ae) = (closed.clone(), accept_err.clone());
         let acceptor = tokio::spawn(async move {
             for left in (1..=conns).rev() {
                 let s = match l.accept().await {
                     Ok((s, _)) => s,
-                    Err(_) => {
+                    Err(e) => {
                         // The client fails on its side (its connection is
                         // never answered); release the waiter here.
+                        *ae.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                         for _ in 0..left {
                             c.count_down();
                         }
@@ -225,7 +246,7 @@ mod tokio_side {
         let closed = tokio::time::timeout(STALL, closed.wait())
             .await
             .map_err(|_| ());
-        finish(workload, out, closed)
+        finish(workload, "tokio", out, &accept_err, closed)
     }
 
     /// tcp_echo on tokio: see [`echo_spec`]. Server: one task per

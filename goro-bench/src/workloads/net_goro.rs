@@ -23,7 +23,9 @@
 //! (`Content-Type: text/plain`, `Content-Length: 13`, no `Date`; Go and
 //! hyper also write a `Date` header) and keeps Go's per-request deadlines.
 
-use super::net::{bind_failed, echo_spec, finish, http_spec, DEADLINE, LOOPBACK, READ_BUF};
+use super::net::{
+    bind_failed, echo_spec, finish, http_spec, AcceptError, DEADLINE, LOOPBACK, READ_BUF,
+};
 use crate::netload::{self, Spec, STALL};
 use crate::registry::{Ctx, RunOut};
 use crate::rt::{Goro, Latch, Rt};
@@ -48,13 +50,15 @@ where
         .unwrap_or_else(|e| panic!("{workload}: local_addr: {e}"));
     let conns = spec.conns;
     let closed = Latch::new(conns);
-    let c = closed.clone();
+    let accept_err = AcceptError::default();
+    let (c, ae) = (closed.clone(), accept_err.clone());
     let acceptor = goro::spawn(async move {
         for left in (1..=conns).rev() {
             let s = match l.accept().await {
                 Ok((s, _)) => s,
-                Err(_) => {
+                Err(e) => {
                     // The client fails on its side; release the waiter.
+                    *ae.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                     for _ in 0..left {
                         c.count_down();
                     }
@@ -76,7 +80,7 @@ where
     let closed = goro::time::timeout(STALL, closed.wait())
         .await
         .map_err(|_| ());
-    finish(workload, out, closed)
+    finish(workload, "goro", out, &accept_err, closed)
 }
 
 /// tcp_echo on goro: see `net::echo_spec`. Server: one task per
