@@ -157,7 +157,13 @@ pub fn run(addr: SocketAddr, spec: &Spec, server: Option<CpuProbe>) -> Result<Ru
                 let Ok(t0) = go_rx.recv_timeout(READY_WAIT + STALL) else {
                     return;
                 };
-                let _ = out_tx.send(drive(conns, &spec, &hist, t0));
+                // The connections are closed after the report, outside
+                // the measured region (the coordinator joins this thread
+                // before it returns, so they are closed by then).
+                let mut cs = Vec::new();
+                let r = drive(conns, &mut cs, &spec, &hist, t0);
+                let _ = out_tx.send(r);
+                drop(cs);
             })
             .map_err(|e| format!("netload: cannot start a client thread: {e}"))?;
         handles.push(h);
@@ -398,9 +404,11 @@ struct Conn {
     busy: bool,
 }
 
-/// The measured closed loop of one thread (see the module docs).
+/// The measured closed loop of one thread (see the module docs), over
+/// `conns`, which it moves into `cs` (the caller closes them).
 fn drive(
     conns: Vec<MioStream>,
+    cs: &mut Vec<Conn>,
     spec: &Spec,
     hist: &Histogram,
     t0: Instant,
@@ -409,7 +417,7 @@ fn drive(
     let req = request(spec.proto);
     let end = t0 + spec.limit;
     let mut poll = Poll::new().map_err(|e| format!("netload: epoll: {e}"))?;
-    let mut cs: Vec<Conn> = Vec::with_capacity(conns.len());
+    cs.reserve(conns.len());
     for (i, mut s) in conns.into_iter().enumerate() {
         poll.registry()
             .register(&mut s, Token(i), Interest::READABLE | Interest::WRITABLE)
@@ -453,9 +461,6 @@ fn drive(
             let i = ev.token().0;
             let c = &mut cs[i];
             if !c.busy {
-                if ev.is_read_closed() || ev.is_error() {
-                    // A server may close an idle connection; nothing is lost.
-                }
                 continue;
             }
             if ev.is_writable() && c.wrote < req.len() {
