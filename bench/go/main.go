@@ -7,7 +7,9 @@
 //	goro-bench-go -list
 //
 // (and, internally, `goro-bench-go -load <workload> -procs <n> [-quick]`: the
-// second copy that the oversub workloads start beside themselves, load.go).
+// second copy that the oversub workloads start beside themselves, load.go;
+// `goro-bench-go -serve <workload> -procs <n>`: the server of a net workload,
+// which goro-bench drives with its own load generator, net.go).
 //
 // Each workload lives in the file of its group (sched.go, chan.go, ...), and
 // registers itself from that file's init function; this file holds the
@@ -271,7 +273,8 @@ func main() {
 		procs    = flag.Int("procs", runtime.NumCPU(), "GOMAXPROCS")
 		runs     = flag.Int("runs", 5, "measured runs (after one warm-up run)")
 		quick    = flag.Bool("quick", false, "smaller op counts")
-		load     = flag.String("load", "", "") // hidden: oversub's second copy (load.go)
+		load     = flag.String("load", "", "")  // hidden: oversub's second copy (load.go)
+		serve    = flag.String("serve", "", "") // hidden: a net workload's server (net.go)
 	)
 	flag.Usage = func() {
 		out := flag.CommandLine.Output()
@@ -307,6 +310,13 @@ func main() {
 		}
 		runtime.GOMAXPROCS(*procs)
 		loadMain(*load, *procs, *quick) // does not return
+	}
+	if *serve != "" {
+		if *procs < 1 {
+			fatalf("-procs must be >= 1")
+		}
+		runtime.GOMAXPROCS(*procs)
+		serveMain(*serve) // does not return
 	}
 	if *workload == "" {
 		fmt.Fprintln(os.Stderr, "goro-bench-go: -workload or -list is required")

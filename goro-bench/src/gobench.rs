@@ -9,15 +9,29 @@
 //! the run's ops, `extra.wall_ns` and `extra.cpu_ns` (process CPU by
 //! getrusage, like ours) and further extras.
 //!
+//! A workload whose twin is a server (the net group) runs differently: the
+//! twin is started once per row as `goro-bench-go -serve W -procs P`
+//! ([`GoBench::serve`]); it listens on an ephemeral loopback port, prints
+//! `listening ADDR` on stdout, and then answers each `cpu` line on its stdin
+//! with `cpu CPU_NS NVCSW NIVCSW` (its getrusage), until its stdin closes.
+//! goro-bench drives it with its own load generator (`netload.rs`).
+//!
 //! Without `go` on PATH, or when the build fails, [`GoBench::note`] says so
 //! in one line and the Go column stays empty; nothing else fails.
 
 use crate::harness::Sample;
+use crate::netload::Cpu;
 use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, SystemTime};
+
+/// Longest a `-serve` twin may take to say where it listens, and to answer
+/// a `cpu` line.
+const SERVE_WAIT: Duration = Duration::from_secs(10);
 
 /// The Go twin, when usable.
 pub struct GoBench {
@@ -201,6 +215,147 @@ impl GoBench {
             .find(|l| l.trim_start().starts_with('{'))
             .ok_or("go twin printed no JSON line")?;
         Ok((parse_line(line)?, stderr))
+    }
+}
+
+/// A running `goro-bench-go -serve` child: the Go server of one row.
+/// Dropping it closes its stdin, kills it and reaps it.
+pub struct GoServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    child: Child,
+    io: Mutex<ServerIo>,
+    stderr: Arc<Mutex<String>>,
+}
+
+struct ServerIo {
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    /// Disconnected once the stderr reader has read everything.
+    stderr_done: mpsc::Receiver<()>,
+}
+
+impl GoBench {
+    /// Starts the twin serving `workload` at `procs` (GOMAXPROCS) and waits
+    /// (at most 10 s) for its address.
+    pub fn serve(&self, workload: &str, procs: usize) -> Result<GoServer, String> {
+        let bin = self.bin.as_ref().ok_or("go twin not built")?;
+        let mut child = Command::new(bin)
+            .args(["-serve", workload, "-procs", &procs.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines() {
+                let Ok(l) = l else { return };
+                if tx.send(l).is_err() {
+                    return;
+                }
+            }
+        });
+        // The child's stderr is kept (the last 4 KiB) for error messages,
+        // not shown: it would break the progress bar.
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut err_pipe = child.stderr.take().expect("piped stderr");
+        let keep = stderr.clone();
+        let (done_tx, stderr_done) = mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            let _done = done_tx;
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = err_pipe.read(&mut buf) {
+                if n == 0 {
+                    return;
+                }
+                let mut k = keep.lock().unwrap_or_else(|e| e.into_inner());
+                k.push_str(&String::from_utf8_lossy(&buf[..n]));
+                if k.len() > 4096 {
+                    let cut = k.len() - 4096;
+                    let cut = (cut..k.len()).find(|&i| k.is_char_boundary(i)).unwrap_or(0);
+                    k.drain(..cut);
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut server = GoServer {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            child,
+            io: Mutex::new(ServerIo {
+                stdin,
+                lines,
+                stderr_done,
+            }),
+            stderr,
+        };
+        let line = server.line()?;
+        server.addr = line
+            .strip_prefix("listening ")
+            .and_then(|a| a.trim().parse().ok())
+            .ok_or_else(|| format!("go twin -serve said {line:?}, not \"listening ADDR\""))?;
+        Ok(server)
+    }
+}
+
+impl GoServer {
+    /// The child's next stdout line, or why there is none (with the last
+    /// line it wrote on stderr).
+    fn line(&self) -> Result<String, String> {
+        let io = self.io.lock().unwrap_or_else(|e| e.into_inner());
+        io.lines.recv_timeout(SERVE_WAIT).map_err(|e| {
+            let why = match e {
+                mpsc::RecvTimeoutError::Timeout => {
+                    format!("no answer within {}s", SERVE_WAIT.as_secs())
+                }
+                mpsc::RecvTimeoutError::Disconnected => {
+                    // Its last words may still be in the stderr pipe.
+                    let _ = io.stderr_done.recv_timeout(Duration::from_secs(1));
+                    "it exited".to_string()
+                }
+            };
+            let err = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+            let last = err.lines().last().unwrap_or("").trim();
+            if last.is_empty() {
+                format!("go twin -serve: {why}")
+            } else {
+                format!("go twin -serve: {why}: {last}")
+            }
+        })
+    }
+
+    /// The server process's CPU counters now.
+    pub fn cpu(&self) -> Result<Cpu, String> {
+        {
+            let mut io = self.io.lock().unwrap_or_else(|e| e.into_inner());
+            let stdin = io.stdin.as_mut().ok_or("go twin -serve: stdin closed")?;
+            stdin
+                .write_all(b"cpu\n")
+                .and_then(|()| stdin.flush())
+                .map_err(|e| format!("go twin -serve: writing to it: {e}"))?;
+        }
+        let line = self.line()?;
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let num = |i: usize| f.get(i).and_then(|x| x.parse::<i64>().ok());
+        match (f.first(), num(1), num(2), num(3)) {
+            (Some(&"cpu"), Some(c), Some(v), Some(iv)) => Ok(Cpu {
+                cpu_ns: c.max(0) as u64,
+                nvcsw: v,
+                nivcsw: iv,
+            }),
+            _ => Err(format!(
+                "go twin -serve said {line:?}, not \"cpu CPU_NS NVCSW NIVCSW\""
+            )),
+        }
+    }
+}
+
+impl Drop for GoServer {
+    fn drop(&mut self) {
+        self.io.get_mut().unwrap_or_else(|e| e.into_inner()).stdin = None;
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -13,10 +13,14 @@
 //! ends that contender's row with one line on stderr; the rest goes on. A
 //! timed-out run's thread cannot be killed: it is left behind holding its
 //! runtime (later numbers of this process may be disturbed, and the line
-//! says so). A Go run is a child process, killed at the deadline.
+//! says so). A Go run is a child process, killed at the deadline. For a
+//! workload whose Go twin is a server (the net group), the twin is started
+//! once per row (`goro-bench-go -serve`, as the Rust runtimes are built once
+//! per row) and each run, warm-up included, drives it from here on a
+//! guarded thread; the row's end kills it.
 
-use crate::gobench::GoBench;
-use crate::registry::{Body, Ctx, Workload};
+use crate::gobench::{GoBench, GoServer};
+use crate::registry::{Body, Ctx, Drive, Workload};
 use crate::stats;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -232,6 +236,7 @@ enum State {
     Goro(Arc<goro::Runtime>, Body),
     Tokio(Arc<tokio::runtime::Runtime>, Body),
     Go,
+    GoServe(Arc<GoServer>, Drive),
     Off,
 }
 
@@ -398,6 +403,13 @@ fn run_once(
             }
             Ok(s)
         }
+        State::GoServe(server, drive) => {
+            let (server, drive, ctx) = (server.clone(), *drive, ctx.clone());
+            guarded(opts.timeout, move || {
+                let probe = || server.cpu();
+                drive(server.addr, &ctx, Some(&probe)).map(to_sample)
+            })
+        }
         State::Off => Err("off".into()),
     }
 }
@@ -462,7 +474,16 @@ pub fn measure_row(
                     m.missing = Some(note);
                     State::Off
                 }
-                None => State::Go,
+                None => match w.go_drive {
+                    None => State::Go,
+                    Some(drive) => match go.serve(&w.name, procs) {
+                        Ok(server) => State::GoServe(Arc::new(server), drive),
+                        Err(e) => {
+                            m.error = Some(e);
+                            State::Off
+                        }
+                    },
+                },
             },
         };
         if let Some(e) = &m.error {
@@ -481,10 +502,14 @@ pub fn measure_row(
         policy: c.policy_spec.clone(),
     };
 
-    // Warm-up (the Go twin warms up inside each invocation).
+    // Warm-up (the Go twin warms up inside each invocation; a served one
+    // is warmed up here like the Rust runtimes).
     for (i, c) in contenders.iter().enumerate() {
         ui.status(format!("{} procs={procs} {} warm-up", w.name, c.label));
-        if matches!(states[i], State::Goro(..) | State::Tokio(..)) {
+        if matches!(
+            states[i],
+            State::Goro(..) | State::Tokio(..) | State::GoServe(..)
+        ) {
             if let Err(e) = run_once(&states[i], w, &ctx_for(c), opts, go, ui) {
                 ui.note(&format!(
                     "{} procs={procs} {}: warm-up failed: {e}",

@@ -11,13 +11,15 @@
 //! Layout: `registry.rs` (what a workload is, selection), `workloads/` (one
 //! file per group), `rt.rs` (the runtime trait and small sync helpers),
 //! `harness.rs` (interleaved, guarded runs), `gobench.rs` (the Go column),
-//! `load.rs` (oversub's second copy), `stats.rs` (medians, Mann-Whitney),
+//! `load.rs` (oversub's second copy), `netload.rs` (the net group's load
+//! generator, one for every server), `stats.rs` (medians, Mann-Whitney),
 //! `report.rs` (table, JSON, SVG), `ab.rs` (the seeds' A/B).
 
 mod ab;
 mod gobench;
 mod harness;
 mod load;
+mod netload;
 mod registry;
 mod report;
 mod rt;

@@ -22,6 +22,12 @@ pub type BoxRun = Pin<Box<dyn Future<Output = RunOut> + Send + 'static>>;
 /// A workload body for one runtime.
 pub type Body = Arc<dyn Fn(Ctx) -> BoxRun + Send + Sync>;
 
+/// The Go column of a workload whose Go twin is a server (the net group):
+/// runs the load against the twin's address (`goro-bench-go -serve`), with
+/// a probe for the twin process's CPU.
+pub type Drive =
+    fn(std::net::SocketAddr, &Ctx, Option<crate::netload::CpuProbe>) -> Result<RunOut, String>;
+
 /// What a body is told about the run.
 #[derive(Clone, Debug)]
 pub struct Ctx {
@@ -160,6 +166,9 @@ pub struct Workload {
     pub tokio: Result<Body, &'static str>,
     /// Why the Go column is empty by design (no twin in `bench/go`).
     pub go_note: Option<&'static str>,
+    /// The Go twin serves and this drives it from here (the net group);
+    /// `None`: the twin runs the whole workload itself.
+    pub go_drive: Option<Drive>,
     /// Extra metrics worth a line under the table row.
     pub show: &'static [&'static str],
 }
@@ -190,6 +199,7 @@ impl Workload {
             goro: Err("not written"),
             tokio: Err("not written"),
             go_note: None,
+            go_drive: None,
             show: &[],
         }
     }
@@ -211,6 +221,11 @@ impl Workload {
     /// No Go twin, and why.
     pub fn no_go(mut self, note: &'static str) -> Self {
         self.go_note = Some(note);
+        self
+    }
+    /// The Go twin serves this workload (`-serve`); `drive` runs the load.
+    pub fn go_served(mut self, drive: Drive) -> Self {
+        self.go_drive = Some(drive);
         self
     }
     /// Always run at `p` procs.

@@ -1,5 +1,6 @@
 //! The workloads, one file per group of BENCHMARKS.md (`sched.rs`,
-//! `chan.rs`, `time.rs`, `pool.rs`; later `net.rs`).
+//! `chan.rs`, `time.rs`, `pool.rs`, `net.rs`; goro's side of the net group
+//! is `net_goro.rs`, behind the cargo feature `goro-net`).
 //!
 //! # Adding a workload
 //!
@@ -16,13 +17,18 @@
 //! 2. Register it in the file's `register`:
 //!    `v.push(Workload::new(name, group, op, (normal, quick)).goro(Ok(body(..))).tokio(Ok(body(..))))`,
 //!    with `.seed("004")`, `.no_go("why")` when `bench/go` has no twin,
-//!    `.fixed_procs(p)`, `.show(&["p99_ns"])` as needed.
+//!    `.fixed_procs(p)`, `.show(&["p99_ns"])` as needed. A workload whose Go
+//!    twin is a server that goro-bench drives (the net group) registers the
+//!    driver with `.go_served(drive)`.
 //! 3. A new group: a new file here, `mod` + a call in [`register`] below, and
 //!    (for `ab`) its seed's row in `ab.rs`.
 //!
 //! The Go column is filled whenever the Go twin's `-list` has the same name.
 
 pub mod chan;
+pub mod net;
+#[cfg(feature = "goro-net")]
+pub mod net_goro;
 pub mod pool;
 pub mod sched;
 pub mod time;
@@ -35,6 +41,7 @@ pub fn register(v: &mut Vec<Workload>) {
     chan::register(v);
     time::register(v);
     pool::register(v);
+    net::register(v);
     if std::env::var_os("GORO_BENCH_FAULTS").is_some() {
         faults(v);
     }
