@@ -1,6 +1,6 @@
 //! The workloads, one file per group of BENCHMARKS.md (`sched.rs`,
 //! `chan.rs`, `time.rs`, `pool.rs`, `net.rs`; goro's side of the net group
-//! is `net_goro.rs`, behind the cargo feature `goro-net`).
+//! is `net_goro.rs`).
 //!
 //! # Adding a workload
 //!
@@ -27,7 +27,6 @@
 
 pub mod chan;
 pub mod net;
-#[cfg(feature = "goro-net")]
 pub mod net_goro;
 pub mod pool;
 pub mod sched;

@@ -9,7 +9,7 @@
 //!   accepts, one task per connection), runs the load generator on the
 //!   runtime's blocking pool against that address, then waits (at most
 //!   [`STALL`]) for every connection task to see the client's close. goro's
-//!   bodies are in `net_goro.rs`, behind the cargo feature `goro-net`.
+//!   bodies are in `net_goro.rs`.
 //! - go: the Go twin is started once per row as `goro-bench-go -serve
 //!   <workload> -procs P` (gobench.rs); it listens on `127.0.0.1:0` and says
 //!   where; each run drives it from here with the same generator, and the
@@ -50,10 +50,6 @@ const HTTP_OPS: (u64, u64) = (100_000, 10_000);
 /// A run's time bound (normal, quick): no request starts after it.
 const LIMIT: (Duration, Duration) = (Duration::from_secs(20), Duration::from_secs(5));
 
-/// Why goro's column is empty until goro::net is merged.
-#[cfg(not(feature = "goro-net"))]
-const NO_GORO_NET: &str = "goro::net not built yet (build with --features goro-net once it is)";
-
 const SHOW: &[&str] = &[
     "req_per_s",
     "p50_ns",
@@ -81,13 +77,8 @@ pub fn register(v: &mut Vec<Workload>) {
     .tokio(Ok(body(tokio_side::http_hello)))
     .go_served(drive_http)
     .show(SHOW);
-    #[cfg(feature = "goro-net")]
-    let (echo, hello) = (
-        echo.goro(Ok(body(super::net_goro::tcp_echo))),
-        hello.goro(Ok(body(super::net_goro::http_hello))),
-    );
-    #[cfg(not(feature = "goro-net"))]
-    let (echo, hello) = (echo.goro(Err(NO_GORO_NET)), hello.goro(Err(NO_GORO_NET)));
+    let echo = echo.goro(Ok(body(super::net_goro::tcp_echo)));
+    let hello = hello.goro(Ok(body(super::net_goro::http_hello)));
     v.push(echo);
     v.push(hello);
 }

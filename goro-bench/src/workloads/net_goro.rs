@@ -1,14 +1,6 @@
 //! goro's column of the net group (`net.rs` has the shapes, the load and
 //! the tokio column; `bench/go/net.go` the Go servers).
 //!
-//! SWITCHED OFF BY DEFAULT: this file is compiled only with the cargo
-//! feature `goro-net` (`cargo run --release -p goro-bench --features
-//! goro-net -- run net`), because it needs `goro::net`, which is written on
-//! another branch. Without the feature the goro column of `tcp_echo` and
-//! `http_hello` is empty with a `note:` saying why. Once `goro::net` is
-//! merged, turn the feature on by default in goro-bench's Cargo.toml (or
-//! drop the `cfg`s in `workloads/mod.rs` and `net.rs`).
-//!
 //! Written against goro::net's API (DESIGN §6): `TcpListener::bind(addr)
 //! .await`, `listener.accept().await -> (TcpStream, SocketAddr)`,
 //! `stream.read(&mut buf).await`, `stream.write_all(&buf).await`,
