@@ -157,14 +157,10 @@ impl Context {
         }
         let weak: Weak<dyn Fire> = Arc::downgrade(&ctx.inner) as Weak<Inner>;
         crate::time::with_runtime("context::with_deadline", |s| {
-            let timer = TimerInner::new(
-                Action::Func { spawn: false },
-                Callback::Weak(weak),
-                s.arm_queue().0.clone(),
-            );
             let mut st = ctx.inner.lock();
             if st.err.is_none() {
-                s.arm_timer(&timer, when, 0);
+                let timer =
+                    s.start_timer(Action::Func { spawn: false }, Callback::Weak(weak), when);
                 st.timer = Some(timer);
             }
         });

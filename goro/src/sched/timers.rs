@@ -35,7 +35,7 @@ use crate::sched::park::{Handoff, Parker};
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
 use crate::time::clock;
-use crate::time::timer::{push, Fired, TimerInner, TimerQueue, NEVER};
+use crate::time::timer::{push, Action, Callback, Fired, TimerInner, TimerQueue, NEVER};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
@@ -110,8 +110,23 @@ impl Sched {
 
     /// Puts `t` on this thread's heap if it needs an entry, and makes sure
     /// some thread wakes for it if it became that heap's earliest.
+    /// Makes a one-shot timer armed for `when` on the current P's queue
+    /// (`sleep`, context deadlines): `new` + `arm_timer` without the
+    /// `set` round trip, since a fresh timer has no state to drain.
+    pub(crate) fn start_timer(&self, action: Action, func: Callback, when: u64) -> Arc<TimerInner> {
+        let (q, p) = self.arm_queue();
+        let t = TimerInner::new_at(action, func, q.clone(), when);
+        self.count_timer(|c| &c.timers_armed);
+        self.push_on(q, p, &t);
+        t
+    }
+
     pub(crate) fn push_timer(&self, t: &Arc<TimerInner>) {
         let (q, p) = self.arm_queue();
+        self.push_on(q, p, t);
+    }
+
+    fn push_on(&self, q: &Arc<TimerQueue>, p: Option<usize>, t: &Arc<TimerInner>) {
         if let Some(when) = push(q, t) {
             if let Some(p) = p {
                 if self.idle.is_idle(p) {

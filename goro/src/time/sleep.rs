@@ -84,13 +84,7 @@ impl Future for Sleep {
                 }
                 let when = self.when;
                 let t = with_runtime("sleep", |s| {
-                    let t = TimerInner::new(
-                        Action::Wake(Some(cx.waker().clone())),
-                        Callback::None,
-                        s.arm_queue().0.clone(),
-                    );
-                    s.arm_timer(&t, when, 0);
-                    t
+                    s.start_timer(Action::Wake(Some(cx.waker().clone())), Callback::None, when)
                 });
                 self.timer = Some(t);
             }

@@ -215,9 +215,21 @@ pub(crate) enum Fired {
 
 impl TimerInner {
     pub(crate) fn new(action: Action, func: Callback, home: Arc<TimerQueue>) -> Arc<TimerInner> {
+        TimerInner::new_at(action, func, home, 0)
+    }
+
+    /// A one-shot timer whose deadline is `when` from the start (`0`: not
+    /// armed); it still needs [`push`] for its heap entry. Saves a `set`
+    /// (a lock round trip) on paths that arm right away, such as `sleep`.
+    pub(crate) fn new_at(
+        action: Action,
+        func: Callback,
+        home: Arc<TimerQueue>,
+        when: u64,
+    ) -> Arc<TimerInner> {
         Arc::new(TimerInner {
             state: Mutex::new(TState {
-                when: 0,
+                when,
                 period: 0,
                 seq: 0,
                 entry: None,
