@@ -64,8 +64,9 @@
 //! old victim (the reclaimer drops it), so values survive one idle cycle
 //! and are dropped after the second; with [`crate::Policy::pool_victim`]
 //! off (the seed's "before"), a cycle retires everything at once and every
-//! cycle is followed by a burst of `new` calls. Counters: `pool_hits`, `pool_misses`, `pool_victim_hits`,
-//! `pool_new_calls`, `pool_cycles` in [`crate::Stats`].
+//! cycle is followed by a burst of `new` calls. Counters: `pool_hits`,
+//! `pool_misses`, `pool_victim_hits`, `pool_new_calls`, `pool_cycles` in
+//! [`crate::Stats`].
 //!
 //! # Rejected
 //!

@@ -19,18 +19,19 @@
 //!
 //! # Why a store, a barrier and a load suffice
 //!
-//! The reader does `store(seq odd); barrier; load(storage pointer)`; the
-//! cycle does `swap(storage pointer)` and hands what it unlinked to the
-//! reclaimer, which then does `barrier; load(seq)`. The hand-over (a mutex)
-//! makes the swap happen before the reclaimer's barrier, so with
-//! sequentially consistent fences on both sides this is Dekker's pattern
-//! (C++20's fence rules are stated for happens-before, not only for one
-//! thread's program order): either the reclaimer's load sees the odd
-//! sequence (and waits for it to change), or the reader's load sees the new
-//! pointer (and never reaches the old storage). A reclaimer that reads an
-//! odd `s` waits until the record no longer holds `s`: whatever value it
-//! then reads was stored with `Release` after the section ended, so the
-//! section's accesses happen before the drop.
+//! The reader does `store(seq odd); barrier; load(storage pointer)`. The
+//! writer's half is split over two threads: the cycle does
+//! `swap(storage pointer)` and hands what it unlinked to the reclaimer,
+//! which then does `barrier; load(seq)`. The hand-over (a mutex) makes the
+//! swap happen before the reclaimer's barrier, and the single order of
+//! sequentially consistent operations agrees with happens-before (C++20
+//! [atomics.order]), so with `SeqCst` fences on both sides this is still
+//! Dekker's pattern: either the reclaimer's load sees the odd sequence (and
+//! waits for it to change), or the reader's load sees the new pointer (and
+//! never reaches the old storage). A reclaimer that reads an odd `s` waits
+//! until the record no longer holds `s`: whatever value it then reads was
+//! stored with `Release` after the section ended, so the section's accesses
+//! happen before the drop.
 //!
 //! The reader's fence would cost ~20 cycles on every `get`/`put`, the price
 //! of the whole operation. So the barrier is *asymmetric*: where Linux's
@@ -39,9 +40,9 @@
 //! call, which runs a full memory barrier on every CPU currently running a
 //! thread of this process (a thread that is not running passes one in its
 //! context switch). The reclaimer pays a few microseconds once per batch of
-//! cycles (not per pool); the hot path pays nothing. Without `membarrier` both halves are real
-//! `SeqCst` fences. Under loom both halves are `SeqCst` fences, which is the
-//! model the argument above is made in.
+//! cycles (not per pool); the hot path pays nothing. Without `membarrier`
+//! both halves are real `SeqCst` fences. Under loom both halves are
+//! `SeqCst` fences, which is the model the argument above is made in.
 //!
 //! Rejected:
 //! * a reference count per generation, incremented by every operation: a
