@@ -49,14 +49,16 @@
 //! costs one `fetch_add` (Go: the same). A miss scans only the slots whose
 //! chains have held values (none at procs 1).
 //!
-//! Measured on the development VM (release, 2 shared cores, noisy):
-//! `goro-bench run pool` at procs 1: a `put` + `get` pair ~8.5 ns (Go
-//! ~12.5; ~13.5 with a boxed directory), 100 puts + 100 gets through the
-//! chain ~1250 ns (Go ~1800), `pool_starvation` ~1350 ns (Go ~1750; ~2100
-//! when a miss scanned a whole chunk of slots). A cycle: ~1.3 µs with
-//! 1,000 or 100,000 pooled values alike (Go's pause: ~3 and ~5.5 µs;
-//! before `reclaim.rs`, ~1.3 and ~30 µs); 1000 pools, one value each,
-//! ~50 µs (~370 µs with the drops on the cycling thread).
+//! Measured on the development VM (release, 2 shared cores, noisy;
+//! `goro-bench run pool`, procs 1): a `put` + `get` pair ~10 ns (Go
+//! ~12.5), 100 puts + 100 gets through the chain ~1.6 µs (Go ~1.9),
+//! `pool_starvation` ~1.8 µs (Go ~2.4). A cycle (`pool_cycle`, p50) with
+//! 1,000 pooled values ~0.2 µs, with 100,000 ~0.8 µs (Go's pause: ~3 and
+//! ~5 µs; with the drops on the cycling thread, before `reclaim.rs`: ~2 and
+//! ~34 µs). The cycle touches no value: what is left of the difference is
+//! caches gone cold during 100,000 puts (writing 8 MiB between the puts and
+//! the cycle makes the 1,000-value cycle ~0.45 µs). 1000 pools holding one
+//! value each: ~55 µs a cycle.
 //!
 //! # Seed 003
 //!
@@ -245,8 +247,9 @@ impl<T: Send + 'static> fmt::Debug for Pool<T> {
 /// primary cache becomes its victim cache and the previous victim cache's
 /// values are retired (with the victim cache off, everything is retired).
 /// Retired values can no longer be returned by `get`; a background thread
-/// (`goro-pool-drop`, shared by the whole process) drops them soon after,
-/// so this call does not wait for their `Drop`. A panic in such a `Drop` is
+/// (`goro-pool-drop`, shared by the whole process) drops them soon after
+/// (within about a millisecond unless it is short of CPU), so this call
+/// does not wait for their `Drop`. A panic in such a `Drop` is
 /// reported on stderr and the other values are still dropped.
 ///
 /// The victim setting is that of the caller's runtime

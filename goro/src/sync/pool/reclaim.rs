@@ -208,8 +208,8 @@ fn reclaimer_main() {
     background();
     let mut naps = 0;
     // The queue's buffer and this one trade places at every round, so a
-    // hand-over pushes into memory that is already allocated (a cycle that
-    // reallocates the queue pays for it: ~1 µs for a fresh page).
+    // hand-over pushes into memory that is already allocated (growing the
+    // queue inside a cycle cost that cycle up to ~1 µs).
     let mut batches: Vec<Garbage> = Vec::new();
     let mut st = state();
     loop {

@@ -28,10 +28,11 @@
 //!    dropped, running their `Drop`, outside every lock (a `Drop` may even
 //!    use the pool or call `pool_cycle`).
 //!
-//! Measured on the development VM (release, `goro-bench run pool_cycle`):
-//! a cycle with 1,000 or 100,000 pooled `u64`s costs the same, ~1.3 µs
-//! (p50); dropping the values and their rings on the calling thread (before
-//! `reclaim.rs`) made it ~1.3 µs and ~30 µs.
+//! Measured on the development VM (release, `goro-bench run pool_cycle`,
+//! p50): a cycle with 1,000 pooled `u64`s ~0.2 µs, with 100,000 ~0.8 µs
+//! (cold caches, not per-value work: see `mod.rs`); dropping the values and
+//! their rings on the calling thread, before `reclaim.rs`, made it ~2 µs
+//! and ~34 µs.
 //!
 //! A pool whose last handle is dropped while a cycle holds it is dropped by
 //! that cycle's reference: its storage goes to the reclaimer too
