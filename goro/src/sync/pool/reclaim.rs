@@ -38,8 +38,9 @@
 //!   be started.
 //! * A panic in a value's `Drop` is caught and reported on stderr; the
 //!   other values are still dropped (the storage's own `Drop`s go on past
-//!   a panicking value). Nobody waits for the reclaimer, so there is no
-//!   caller to hand the panic to.
+//!   a panicking value, as a `Vec`'s does, and as there a second panic
+//!   while unwinding from the first aborts). Nobody waits for the
+//!   reclaimer, so there is no caller to hand the panic to.
 //! * Values still queued when the process exits are not dropped, as for
 //!   anything else still alive at exit (statics, leaked values).
 //!
