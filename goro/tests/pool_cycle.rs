@@ -12,6 +12,7 @@ mod common;
 mod support;
 
 use common::{wait_until, within};
+use goro::sync::pool::wait_reclaimed;
 use goro::sync::{pool_cycle, Pool};
 use goro::{Policy, Runtime};
 use std::sync::Arc;
@@ -47,6 +48,28 @@ fn put_all(pool: &Pool<Tracked>, vals: Vec<Tracked>) {
     }
 }
 
+/// A cycle returns before the values it retires are dropped (the reclaimer
+/// thread drops them just after): waits until it has, failing after LIMIT.
+fn reclaimed(what: &str) {
+    assert!(
+        wait_reclaimed(LIMIT),
+        "{what}: the reclaimer had not dropped the retired values after {LIMIT:?}"
+    );
+}
+
+/// Once the reclaimer is done: exactly `n` values dropped, each once, and
+/// every value made among them.
+fn all_dropped_once(ledger: &Ledger, n: usize, what: &str) {
+    reclaimed(what);
+    assert_eq!(ledger.dropped(), n, "{what}: values dropped");
+    assert!(ledger.all_dropped(), "{what}: a value was not dropped");
+    assert_eq!(
+        ledger.double_drops(),
+        0,
+        "{what}: a value was dropped twice"
+    );
+}
+
 /// On a P (one P, so every task uses the same slot): values put survive one
 /// cycle (from the victim: private slot and chain), and two cycles unused
 /// drop them, each once. 100 values: the private slot plus a grown chain.
@@ -64,6 +87,7 @@ fn victim_on_values_survive_one_cycle_and_are_dropped_by_the_second() {
                 assert_eq!(l.made(), 100);
                 put_all(&p, vals);
                 pool_cycle();
+                reclaimed("the first cycle");
                 assert_eq!(l.dropped(), 0, "one cycle drops nothing");
                 let back = get_n(&p, 100);
                 assert_eq!(l.made(), 100, "all 100 came back from the victim cache");
@@ -72,14 +96,14 @@ fn victim_on_values_survive_one_cycle_and_are_dropped_by_the_second() {
                 assert_eq!(ids, (0..100).collect::<Vec<_>>());
                 put_all(&p, back);
                 pool_cycle();
+                reclaimed("the first cycle after the put");
                 assert_eq!(
                     l.dropped(),
                     0,
-                    "first cycle after the put moves them to the victim"
+                    "the first cycle after the put moves them to the victim"
                 );
                 pool_cycle();
-                assert_eq!(l.dropped(), 100, "second cycle drops them");
-                assert!(l.all_dropped());
+                all_dropped_once(&l, 100, "the second cycle drops the 100 values");
                 let v = p.get().take();
                 assert_eq!(l.made(), 101, "the pool is empty: get calls new");
                 p.put(v.release());
@@ -109,11 +133,10 @@ fn victim_on_list_values_survive_one_cycle_and_are_dropped_by_the_second() {
     assert_eq!(ledger.made(), 10, "all 10 came back from the victim list");
     put_all(&pool, back);
     pool_cycle();
-    assert_eq!(ledger.dropped(), 0);
+    reclaimed("the first cycle after the put");
+    assert_eq!(ledger.dropped(), 0, "one cycle drops no list value");
     pool_cycle();
-    assert_eq!(ledger.dropped(), 10);
-    assert!(ledger.all_dropped());
-    assert_eq!(ledger.double_drops(), 0);
+    all_dropped_once(&ledger, 10, "the second cycle drops the 10 list values");
 }
 
 /// Victim cache off (the seed's "before"): one cycle drops everything, on a
@@ -139,8 +162,7 @@ fn victim_off_values_are_dropped_by_the_first_cycle() {
             .await
             .unwrap();
             pool_cycle();
-            assert_eq!(l.dropped(), l.made(), "one cycle drops every cached value");
-            assert!(l.all_dropped());
+            all_dropped_once(&l, l.made(), "one cycle drops every cached value");
         });
     });
     assert_eq!(ledger.double_drops(), 0);
@@ -182,6 +204,140 @@ fn dropping_a_pool_drops_its_values() {
         ledger.all_dropped()
     });
     assert_eq!(ledger.double_drops(), 0);
+}
+
+/// A cycle does not wait for the values it retires to be dropped: with a
+/// value whose `Drop` blocks until the test lets it go, `pool_cycle` still
+/// returns, the `Drop` runs on another thread, and the next cycles go on
+/// meanwhile. (With the drop on the cycling thread, this test hangs until
+/// its deadline.)
+#[test]
+fn a_cycle_returns_while_a_retired_value_is_still_being_dropped() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+    use std::sync::mpsc;
+    let _s = serial();
+    struct Blocking {
+        entered: Arc<AtomicUsize>,
+        gate: Option<mpsc::Receiver<()>>,
+        cycler: std::thread::ThreadId,
+        off_thread: Arc<AtomicBool>,
+    }
+    impl Drop for Blocking {
+        fn drop(&mut self) {
+            self.off_thread
+                .store(std::thread::current().id() != self.cycler, SeqCst);
+            self.entered.fetch_add(1, SeqCst);
+            if let Some(g) = self.gate.take() {
+                // Released by the test, or by its end (sender dropped).
+                let _ = g.recv();
+            }
+        }
+    }
+    let entered = Arc::new(AtomicUsize::new(0));
+    let off_thread = Arc::new(AtomicBool::new(false));
+    let (e, o) = (entered.clone(), off_thread.clone());
+    let (release, gate) = mpsc::channel::<()>();
+    within(
+        LIMIT,
+        "cycles while a retired value's Drop blocks",
+        move || {
+            let pool = Pool::new(|| None::<Blocking>);
+            pool.put(Some(Blocking {
+                entered: e.clone(),
+                gate: Some(gate),
+                cycler: std::thread::current().id(),
+                off_thread: o.clone(),
+            }));
+            pool_cycle(); // to the victim cache
+            pool_cycle(); // retired: its Drop blocks on the gate
+            wait_until(LIMIT, "the retired value's Drop starts", || {
+                e.load(SeqCst) == 1
+            });
+            assert!(
+                o.load(SeqCst),
+                "the retired value was dropped on the cycling thread"
+            );
+            // The reclaimer is stuck in that Drop; cycles still return.
+            pool.put(None);
+            pool_cycle();
+            pool_cycle();
+            pool_cycle();
+            release.send(()).unwrap();
+        },
+    );
+    assert_eq!(entered.load(SeqCst), 1);
+    assert!(off_thread.load(SeqCst));
+}
+
+/// A value whose `Drop` panics while the reclaimer drops it.
+struct Bomb {
+    _value: Tracked,
+    armed: bool,
+}
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if self.armed {
+            panic!("a pooled value's Drop panicked on purpose");
+        }
+    }
+}
+
+/// Puts `n` values of which the one at `bomb` panics when dropped, cycles
+/// twice, and checks that every other value was dropped anyway (its
+/// storage goes on dropping past the panic), then that later cycles' values
+/// are dropped too (the reclaimer survived).
+fn panicking_drop_spares_the_others(pool: &Pool<Bomb>, ledger: &Ledger, n: usize, bomb: usize) {
+    let mut vals: Vec<Bomb> = (0..n).map(|_| pool.get()).collect();
+    vals[bomb].armed = true;
+    for v in vals {
+        pool.put(v);
+    }
+    pool_cycle();
+    pool_cycle();
+    // The bomb's `Tracked` is still dropped as its panic unwinds.
+    all_dropped_once(ledger, n, "values stored beside one that panics");
+    let vals: Vec<Bomb> = (0..5).map(|_| pool.get()).collect();
+    for v in vals {
+        pool.put(v);
+    }
+    pool_cycle();
+    pool_cycle();
+    all_dropped_once(ledger, n + 5, "a later cycle's values");
+}
+
+fn bomb_pool(ledger: &Arc<Ledger>) -> Arc<Pool<Bomb>> {
+    let l = ledger.clone();
+    Arc::new(Pool::new(move || Bomb {
+        _value: l.make(),
+        armed: false,
+    }))
+}
+
+/// Off a P: the panicking value sits in the lists.
+#[test]
+fn a_panic_in_a_retired_values_drop_spares_the_others_in_the_lists() {
+    let _s = serial();
+    let ledger = Ledger::new();
+    panicking_drop_spares_the_others(&bomb_pool(&ledger), &ledger, 10, 3);
+}
+
+/// On a P: 100 values fill the private slot and a chain of rings; the
+/// panicking one is in the middle of a ring, with rings after it.
+#[test]
+fn a_panic_in_a_retired_values_drop_spares_the_others_in_the_rings() {
+    let _s = serial();
+    let ledger = Ledger::new();
+    let pool = bomb_pool(&ledger);
+    let rt = runtime(1, true);
+    let (p, l) = (pool.clone(), ledger.clone());
+    within(LIMIT, "a panicking Drop in a ring", move || {
+        rt.block_on(async move {
+            goro::spawn(async move { panicking_drop_spares_the_others(&p, &l, 100, 20) })
+                .await
+                .unwrap();
+        });
+    });
 }
 
 /// A panic in `new` reaches the caller of `get`; the pool keeps working, on

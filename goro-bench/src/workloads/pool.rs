@@ -319,9 +319,12 @@ mod goro_side {
     /// plus one cycle. Extras: `p50_ns`, `p95_ns` = the cycle's cost, as
     /// PoolSTW reports its pause (`sorted[len*q/100]`). A goro cycle stops
     /// nothing, so its cost here is the wall time of the `pool_cycle()` call
-    /// (the cycling task's stall, dropping the old values included); Go's is
-    /// the stop-the-world pause of that GC (`MemStats.PauseNs`), which is where
-    /// its pool cleanup runs. `cycle_wall_p50_ns` is the median wall time of
+    /// (the cycling task's stall); Go's is the stop-the-world pause of that
+    /// GC (`MemStats.PauseNs`), which is where its pool cleanup runs. Neither
+    /// includes freeing the dropped values: Go frees them outside the pause
+    /// (the collection's concurrent phases), goro's reclaimer thread drops
+    /// them after the call returns; on both sides that work shows in the
+    /// cpu ns/op column. `cycle_wall_p50_ns` is the median wall time of
     /// the call on both sides (Go's includes the whole collection).
     /// Ops: 200 normal, 20 quick, for every N.
     pub async fn pool_cycle(ctx: Ctx, n: u64) -> RunOut {

@@ -209,16 +209,42 @@ unsafe impl<T: Send> Sync for Ring<T> {}
 
 impl<T> Drop for Ring<T> {
     fn drop(&mut self) {
-        let (head, tail) = unpack(self.head_tail.load(Ordering::Relaxed));
-        let mut i = tail;
-        while i != head {
+        if !std::mem::needs_drop::<T>() {
+            // Nothing to run per value: a ring of 65,536 plain values is
+            // freed without visiting its slots.
+            return;
+        }
+        let (head, mut i) = unpack(self.head_tail.load(Ordering::Relaxed));
+        drain_unwinding(|| {
+            if i == head {
+                return false;
+            }
             let slot = self.slot(i);
-            // SAFETY: we have exclusive access; [tail, head) holds initialized
-            // values that nobody took.
-            slot.val.with_mut(|p| unsafe { (*p).assume_init_drop() });
             i = i.wrapping_add(1);
+            // SAFETY: we have exclusive access; [tail, head) holds initialized
+            // values that nobody took, and `i` has moved past this one, so
+            // it is dropped once even if its Drop panics.
+            slot.val.with_mut(|p| unsafe { (*p).assume_init_drop() });
+            true
+        });
+    }
+}
+
+/// Calls `next` until it returns false. If a call panics, the remaining
+/// calls are still made while the panic unwinds, so one value whose `Drop`
+/// panics does not leak the values stored after it: what the standard
+/// library promises for the elements of a slice or a `Vec` (and, as there,
+/// a second panic during that unwinding aborts). `next` must keep returning
+/// false once it has.
+pub(super) fn drain_unwinding(next: impl FnMut() -> bool) {
+    struct Rest<F: FnMut() -> bool>(F);
+    impl<F: FnMut() -> bool> Drop for Rest<F> {
+        fn drop(&mut self) {
+            while (self.0)() {}
         }
     }
+    let mut rest = Rest(next);
+    while (rest.0)() {}
 }
 
 /// The owner's private view of the chain.
@@ -260,11 +286,24 @@ impl<T> Chain<T> {
     /// # Safety
     /// Only one thread at a time may call `push_head` or `pop_head` (the
     /// chain's owner), and the chain must not be dropped meanwhile.
+    #[cfg(test)]
     pub(crate) unsafe fn push_head(&self, v: T) {
+        // SAFETY: forwarded contract.
+        unsafe { self.push_head_then(v, || {}) }
+    }
+
+    /// [`Chain::push_head`], calling `started` first if this push links
+    /// the chain's first ring (the chain may hold values from then on).
+    ///
+    /// # Safety
+    /// As for [`Chain::push_head`].
+    #[inline]
+    pub(crate) unsafe fn push_head_then(&self, v: T, started: impl FnOnce()) {
         // SAFETY: `own` is the owner's (caller's contract).
         self.own.with_mut(|own| unsafe {
             let own = &mut *own;
             if own.head.is_null() {
+                started();
                 let r = Box::into_raw(Box::new(Ring::new(FIRST_RING)));
                 own.head = r;
                 own.first = r;
@@ -352,13 +391,17 @@ impl<T> Drop for Chain<T> {
     fn drop(&mut self) {
         // SAFETY: exclusive access to `own`.
         let mut d = self.own.with(|own| unsafe { (*own).first });
-        while !d.is_null() {
+        drain_unwinding(|| {
+            if d.is_null() {
+                return false;
+            }
             // SAFETY: exclusive access; each ring was made by Box::into_raw
             // and is reachable exactly once from `first` through `next`.
             let ring = unsafe { Box::from_raw(d) };
             d = ring.next.load(Ordering::Relaxed);
             drop(ring);
-        }
+            true
+        });
     }
 }
 

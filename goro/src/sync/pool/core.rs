@@ -28,14 +28,15 @@
 //! is O(1), takes no lock that a pinned operation takes, and never touches a
 //! value. Every access to a generation happens inside a pinned section that
 //! loads the generation pointer *after* pinning, so after the swap only
-//! sections already running can reach the generation that went out; the
-//! caller waits for them (a grace period, `pin.rs`) before dropping it. A
-//! race with a running operation therefore ends in one of these ways:
+//! sections already running can reach the generation that went out; it is
+//! dropped only after they have ended (a grace period, `pin.rs`, waited for
+//! by the reclaimer thread, `reclaim.rs`). A race with a running operation
+//! therefore ends in one of these ways:
 //!
 //! * a `put` that loaded the old primary finishes into it: the value is now
 //!   in the victim (found by later gets, or dropped with it a cycle later),
 //!   or, if that generation went out at once (victim cache off), it is
-//!   dropped with it after the grace period. Never lost, dropped once.
+//!   dropped with it by the reclaimer. Never lost, dropped once.
 //! * a `get` that loaded a generation takes values with the generation's
 //!   own exclusion (owner-only private slot; CAS on ring indices), so no
 //!   value is handed out twice, and the generation cannot be freed under it.
@@ -135,10 +136,11 @@ impl<T> PoolCore<T> {
         if let (Some(slot), Some(rec)) = (who.slot, who.pin) {
             let _pin = rec.pin();
             let g = self.primary_or_install();
-            // SAFETY: (deref) `g` was loaded while pinned, so a rotation that
-            // unlinks it waits for this section before dropping it; (put) the
-            // thread owns `slot` (contract of `Who::owner`).
-            unsafe { (*g).local_or_alloc(slot).put(v) };
+            // SAFETY: (deref) `g` was loaded while pinned, so once a
+            // rotation unlinks it, it is dropped only after this section
+            // ends (a grace period); (put) the thread owns `slot` (contract
+            // of `Who::owner`), which is below MAX_SLOTS (`Who::owner`).
+            unsafe { (*g).put(slot, v) };
             return;
         }
         self.push_list(v);
@@ -318,17 +320,19 @@ impl<T> PoolCore<T> {
 
 impl<T> Drop for PoolCore<T> {
     fn drop(&mut self) {
-        for g in [
+        let gens = [
             self.primary.swap(ptr::null_mut(), Ordering::Relaxed),
             self.victim.swap(ptr::null_mut(), Ordering::Relaxed),
-        ] {
-            if !g.is_null() {
-                // SAFETY: exclusive access: every pinned section runs inside
-                // a method borrowing the pool, so none is running; `g` came
-                // from Box::into_raw in `install_primary`.
-                drop(unsafe { Box::from_raw(g) });
-            }
-        }
+        ]
+        .map(|g| {
+            // SAFETY: exclusive access: every pinned section runs inside a
+            // method borrowing the pool, so none is running; a non-null `g`
+            // came from Box::into_raw in `install_primary`.
+            (!g.is_null()).then(|| unsafe { Box::from_raw(g) })
+        });
+        // An array (like the lists' Vecs) drops its other elements even if
+        // one panics: a panicking value does not leak the rest.
+        drop(gens);
     }
 }
 
@@ -346,19 +350,25 @@ pub(crate) struct Retired<T> {
     lists: Vec<T>,
 }
 
+impl<T> Retired<T> {
+    /// Whether the rotation took nothing out.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.gens.iter().all(|g| g.is_null()) && self.lists.is_empty()
+    }
+}
+
 impl<T> Drop for Retired<T> {
     fn drop(&mut self) {
-        for g in self.gens {
-            if !g.is_null() {
-                // SAFETY: unlinked by `rotate`, and (its contract) dropped only
-                // after a grace period, so nobody else can reach it; it came
-                // from Box::into_raw in `install_primary`.
-                drop(unsafe { Box::from_raw(g) });
-            }
-        }
-        // The lists' values were behind the lists' mutex: no grace needed,
-        // but they go with the rest.
-        drop(std::mem::take(&mut self.lists));
+        let gens = self.gens.map(|g| {
+            // SAFETY: unlinked by `rotate`, and (its contract) dropped only
+            // after a grace period, so nobody else can reach it; a non-null
+            // `g` came from Box::into_raw in `install_primary`.
+            (!g.is_null()).then(|| unsafe { Box::from_raw(g) })
+        });
+        // As in `PoolCore::drop`: a panicking value does not leak the rest.
+        // The lists' values (behind the lists' mutex, so no grace needed)
+        // go with the fields.
+        drop(gens);
     }
 }
 

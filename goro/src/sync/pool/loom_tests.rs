@@ -10,10 +10,15 @@
 //! still using). The models also check that every value comes out exactly
 //! once: taken by one thread, or left in the structure and dropped with it.
 //!
+//! The cycle models run the cycle as `victim.rs` and `reclaim.rs` do: the
+//! cycling thread rotates, and what went out is dropped after a grace
+//! period, either by the same thread or (the usual case) by the reclaimer
+//! thread, which receives it through a mutex-protected queue.
+//!
 //! Each model was checked against a planted bug (see the test docs).
 
 use super::chain::{Chain, Ring};
-use super::core::{Found, PoolCore, Who};
+use super::core::{Found, PoolCore, Retired, Who};
 use super::pin::{heavy_barrier, wait_for_readers, PinRecord};
 use crate::loom::thread;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -243,5 +248,62 @@ fn loom_pool_guest_steals_while_a_cycle_drops_everything() {
         guest.join().unwrap();
         drop(core);
         assert_each_dropped_once(&drops, "guest vs cycle");
+    });
+}
+
+/// The cycle split as in `reclaim.rs`: the cycling thread rotates twice
+/// (victim cache on) and hands each batch over a mutex-protected queue; a
+/// reclaimer thread takes whatever has arrived, waits a grace period and
+/// drops it, racing the second rotation and an owner's put, get, put; the
+/// cycling thread reclaims what the reclaimer did not take (as a cycle does
+/// when the reclaimer is too far behind). Every value is dropped exactly
+/// once, and loom checks that no generation is dropped while the owner
+/// touches it although the grace period runs on a thread that did not
+/// rotate.
+///
+/// Planted bugs, caught: (1) the reclaimer drops without `wait_for_readers`;
+/// (2) the reclaimer runs its grace period first and takes the batches
+/// after it, so the grace period may start before a rotation it must cover.
+/// Each: loom reports the drop of a slot racing the owner's access.
+#[test]
+fn loom_pool_reclaimer_thread_drops_after_a_grace_period() {
+    model(|| {
+        let drops = ledger(2);
+        let core = Arc::new(PoolCore::<V>::new());
+        let rec = Arc::new(PinRecord::new());
+        let queue = Arc::new(crate::loom::Mutex::new(Vec::<Retired<V>>::new()));
+        let (c, r, d) = (core.clone(), rec.clone(), drops.clone());
+        let owner = thread::spawn(move || {
+            // SAFETY: this thread alone uses slot 0 and `r`.
+            let who = unsafe { Who::owner(Some(0), &r) };
+            c.put(&who, v(0, &d));
+            let got = c.get(&who);
+            c.put(&who, v(1, &d));
+            match got {
+                Found::Primary(x) | Found::Victim(x) => assert_eq!(x.id, 0),
+                Found::Nothing => {}
+            }
+        });
+        let (q, r) = (queue.clone(), rec.clone());
+        let reclaimer = thread::spawn(move || {
+            let batches = std::mem::take(&mut *q.lock().unwrap());
+            heavy_barrier();
+            wait_for_readers([&*r]);
+            drop(batches);
+        });
+        for _ in 0..2 {
+            // SAFETY: dropped after a grace period that starts after the
+            // hand-over (by the reclaimer, or below).
+            let out = unsafe { core.rotate(true) };
+            queue.lock().unwrap().push(out);
+        }
+        reclaimer.join().unwrap();
+        let rest = std::mem::take(&mut *queue.lock().unwrap());
+        heavy_barrier();
+        wait_for_readers([&*rec]);
+        drop(rest);
+        owner.join().unwrap();
+        drop(core);
+        assert_each_dropped_once(&drops, "cycles, reclaimer and owner");
     });
 }

@@ -3,10 +3,11 @@
 //! Go empties pools with the world stopped, so no `Get` or `Put` can be half
 //! way through the storage it frees. goro never stops the world. Instead every
 //! pool operation that touches per-P storage runs *pinned* on a
-//! [`PinRecord`], and a cycle, after unlinking a generation, waits for a
-//! *grace period* ([`synchronize`]) before it drops that generation: until
-//! every pinned section that could have seen the old pointer has ended. This
-//! is read-copy-update with the pool operations as the readers.
+//! [`PinRecord`], and a generation that a cycle has unlinked is dropped only
+//! after a *grace period* ([`synchronize`], run by the reclaimer thread, see
+//! `reclaim.rs`): once every pinned section that could have seen the old
+//! pointer has ended. This is read-copy-update with the pool operations as
+//! the readers, the cycle as the writer and the reclaimer as `call_rcu`.
 //!
 //! # The record
 //!
@@ -18,25 +19,30 @@
 //!
 //! # Why a store, a barrier and a load suffice
 //!
-//! The reader does `store(seq odd); barrier; load(storage pointer)`; the
-//! cycle does `swap(storage pointer); barrier; load(seq)`. With sequentially
-//! consistent fences on both sides this is Dekker's pattern: either the
-//! cycle's load sees the odd sequence (and waits for it to change), or the
-//! reader's load sees the new pointer (and never reaches the old storage).
-//! A cycle that reads an odd `s` waits until the record no longer holds `s`:
-//! whatever value it then reads was stored with `Release` after the section
-//! ended, so the section's accesses happen before the drop.
+//! The reader does `store(seq odd); barrier; load(storage pointer)`. The
+//! writer's half is split over two threads: the cycle does
+//! `swap(storage pointer)` and hands what it unlinked to the reclaimer,
+//! which then does `barrier; load(seq)`. The hand-over (a mutex) makes the
+//! swap happen before the reclaimer's barrier, and the single order of
+//! sequentially consistent operations agrees with happens-before (C++20
+//! [atomics.order]), so with `SeqCst` fences on both sides this is still
+//! Dekker's pattern: either the reclaimer's load sees the odd sequence (and
+//! waits for it to change), or the reader's load sees the new pointer (and
+//! never reaches the old storage). A reclaimer that reads an odd `s` waits
+//! until the record no longer holds `s`: whatever value it then reads was
+//! stored with `Release` after the section ended, so the section's accesses
+//! happen before the drop.
 //!
 //! The reader's fence would cost ~20 cycles on every `get`/`put`, the price
 //! of the whole operation. So the barrier is *asymmetric*: where Linux's
 //! `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` is available the reader's
-//! half is only a compiler fence and the cycle's half is the system call,
-//! which runs a full memory barrier on every CPU currently running a thread
-//! of this process (a thread that is not running passes one in its context
-//! switch). The cycle pays a few microseconds once per cycle (not per pool);
-//! the hot path pays nothing. Without `membarrier` both halves are real
-//! `SeqCst` fences. Under loom both halves are `SeqCst` fences, which is the
-//! model the argument above is made in.
+//! half is only a compiler fence and the reclaimer's half is the system
+//! call, which runs a full memory barrier on every CPU currently running a
+//! thread of this process (a thread that is not running passes one in its
+//! context switch). The reclaimer pays a few microseconds once per batch of
+//! cycles (not per pool); the hot path pays nothing. Without `membarrier`
+//! both halves are real `SeqCst` fences. Under loom both halves are
+//! `SeqCst` fences, which is the model the argument above is made in.
 //!
 //! Rejected:
 //! * a reference count per generation, incremented by every operation: a
@@ -152,7 +158,7 @@ pub(crate) fn light_barrier() {
     }
 }
 
-/// The cycle's half of the barrier.
+/// The reclaimer's half of the barrier (the writer's, in the module docs).
 pub(crate) fn heavy_barrier() {
     #[cfg(loom)]
     crate::loom::fence(Ordering::SeqCst);
