@@ -129,7 +129,12 @@ fn waiters_across_threads_lose_and_duplicate_nothing() {
         made,
         "every value dropped exactly once"
     );
-    assert!(received <= made && received >= made - made / 7 - 1);
+    // Only the sends with i % 7 == 0 may give up: PER.div_ceil(7) per thread.
+    let may_give_up = (THREADS * PER.div_ceil(7)) as usize;
+    assert!(
+        received <= made && received >= made - may_give_up,
+        "received {received} of {made} values, with at most {may_give_up} sends given up"
+    );
 }
 
 #[test]
