@@ -66,7 +66,10 @@
 //! # }).unwrap();
 //! ```
 
+mod backoff;
 mod deadline;
+#[cfg(feature = "hyper")]
+pub mod hyper;
 mod io;
 pub(crate) mod poller;
 pub(crate) mod scheduled_io;
