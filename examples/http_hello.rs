@@ -67,7 +67,10 @@ async fn serve_conn(stream: TcpStream) {
 }
 
 fn main() {
-    let flags = net_flags::parse(NAME, "answers `Hello, World!` over HTTP/1.1 (hyper on goro)");
+    let flags = net_flags::parse(
+        NAME,
+        "answers `Hello, World!` over HTTP/1.1 (hyper on goro)",
+    );
     let rt = net_flags::runtime(NAME, flags.procs);
     rt.block_on(async {
         let l = TcpListener::bind(flags.addr).await.unwrap_or_else(|e| {

@@ -87,7 +87,9 @@ fn parse_addr(v: &str) -> Result<SocketAddr, String> {
 fn parse_procs(v: &str) -> Result<usize, String> {
     match v.parse::<usize>() {
         Ok(n) if (1..=4096).contains(&n) => Ok(n),
-        _ => Err(format!("--procs {v:?}: expected a whole number from 1 to 4096")),
+        _ => Err(format!(
+            "--procs {v:?}: expected a whole number from 1 to 4096"
+        )),
     }
 }
 

@@ -79,7 +79,10 @@ async fn serve(l: TcpListener, cfg: ServerConfig, log: Arc<ServerLog>) {
                 .timer(GoroTimer)
                 .header_read_timeout(cfg.header_read_timeout)
                 .keep_alive(true)
-                .serve_connection(GoroIo::new(stream).write_timeout(cfg.write_timeout), service)
+                .serve_connection(
+                    GoroIo::new(stream).write_timeout(cfg.write_timeout),
+                    service,
+                )
                 .await;
             let _ = log.ended_tx.send((t0.elapsed(), r)).await;
         });
@@ -185,7 +188,10 @@ fn header_read_timeout_closes_a_connection_that_sends_no_request() {
             let t0 = Instant::now();
             let silent = TcpStream::connect(addr).await.unwrap();
             let partial = TcpStream::connect(addr).await.unwrap();
-            partial.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+            partial
+                .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
+                .await
+                .unwrap();
             for (name, s) in [("silent", &silent), ("partial head", &partial)] {
                 s.set_read_deadline(Some(t0 + Duration::from_secs(10)));
                 let (got, end) = read_to_end(s).await;
@@ -228,7 +234,9 @@ fn header_read_timeout_closes_a_keep_alive_connection_left_idle() {
             let s = TcpStream::connect(addr).await.unwrap();
             // Three requests within the timeout each: the connection lives.
             for i in 0..3 {
-                s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+                s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                    .await
+                    .unwrap();
                 let mut got = Vec::new();
                 let mut buf = [0; 1024];
                 while !got.ends_with(HELLO) {
@@ -245,8 +253,14 @@ fn header_read_timeout_closes_a_keep_alive_connection_left_idle() {
             let t0 = Instant::now();
             s.set_read_deadline(Some(t0 + Duration::from_secs(10)));
             let (got, end) = read_to_end(&s).await;
-            assert!(end.is_ok(), "the server did not close the idle connection: {end:?}");
-            assert!(got.is_empty() || got.starts_with(b"HTTP/1.1 408"), "{got:?}");
+            assert!(
+                end.is_ok(),
+                "the server did not close the idle connection: {end:?}"
+            );
+            assert!(
+                got.is_empty() || got.starts_with(b"HTTP/1.1 408"),
+                "{got:?}"
+            );
             // The server's timer started as it finished the last response,
             // a moment before this client read it.
             let waited = t0.elapsed();
@@ -269,7 +283,9 @@ fn write_timeout_cuts_a_client_that_stops_reading() {
             })
             .await;
             let s = TcpStream::connect(addr).await.unwrap();
-            s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+            s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .unwrap();
             // Never read: the server's writes stall, then time out.
             let (took, r) =
                 next_ended(&ended, Duration::from_secs(20), "stalled response cut").await;
@@ -328,10 +344,12 @@ fn goro_executor_runs_what_hyper_hands_it() {
             }
             let mut got: Vec<i32> = Vec::new();
             for _ in 0..10 {
-                got.push(goro::time::timeout(Duration::from_secs(10), rx.recv())
-                    .await
-                    .expect("an executed task ran")
-                    .unwrap());
+                got.push(
+                    goro::time::timeout(Duration::from_secs(10), rx.recv())
+                        .await
+                        .expect("an executed task ran")
+                        .unwrap(),
+                );
             }
             got.sort();
             assert_eq!(got, (0..10).collect::<Vec<_>>());

@@ -152,14 +152,18 @@ async fn slow_loris(
 /// A normal client: `NORMAL_REQUESTS` echoes on one connection; returns the
 /// slowest answer.
 async fn normal_client(addr: SocketAddr, id: usize) -> Duration {
-    let s = TcpStream::connect(addr).await.expect("normal client connect");
+    let s = TcpStream::connect(addr)
+        .await
+        .expect("normal client connect");
     s.set_nodelay(true).unwrap();
     let mut worst = Duration::ZERO;
     for r in 0..NORMAL_REQUESTS {
         let msg = format!("client {id} request {r}\n");
         let t = Instant::now();
         s.set_deadline(Some(t + ANSWER_BOUND));
-        s.write_all(msg.as_bytes()).await.expect("normal client write");
+        s.write_all(msg.as_bytes())
+            .await
+            .expect("normal client write");
         let mut back = vec![0; msg.len()];
         if let Err(e) = read_exact(&s, &mut back).await {
             panic!("client {id} request {r}: not answered within {ANSWER_BOUND:?}: {e}");
@@ -354,7 +358,11 @@ fn set_soft_fd_limit(n: u64) -> u64 {
         assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl), 0);
         let old = rl.rlim_cur as u64;
         rl.rlim_cur = n as libc::rlim_t;
-        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &rl), 0, "setrlimit({n})");
+        assert_eq!(
+            libc::setrlimit(libc::RLIMIT_NOFILE, &rl),
+            0,
+            "setrlimit({n})"
+        );
         old
     }
 }
