@@ -356,3 +356,239 @@ fn goro_executor_runs_what_hyper_hands_it() {
         });
     });
 }
+
+// ---------------------------------------------------------------------
+// Under load: slow-loris heads, idle keep-alive connections
+
+/// The two tests with 1,000 connections take turns (descriptors).
+fn one_heavy_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const SLOW_CLIENTS: usize = 1000;
+/// The server's header read timeout (the example's 5 s, scaled down).
+const HEAD_TIMEOUT: Duration = Duration::from_millis(300);
+/// A slow-loris client's pause between bytes of its head: *faster* than
+/// the timeout, which a per-read deadline would never cut; hyper's header
+/// timeout counts from the start of the head.
+const TRICKLE: Duration = Duration::from_millis(100);
+/// Bytes a slow client trickles before the test gives up on the server.
+const TRICKLE_MAX_BYTES: usize = 50;
+
+/// One slow-loris connection; returns how long after connecting the server
+/// cut it. Reports on `started` once its head is under way.
+async fn slow_head(addr: SocketAddr, started: Option<&goro::chan::Sender<()>>) -> Duration {
+    let t0 = Instant::now();
+    let s = TcpStream::connect(addr).await.expect("slow client connect");
+    if s.write_all(b"GET / HTTP/1.1\r\nX-Slow: ").await.is_err() {
+        return t0.elapsed();
+    }
+    if let Some(started) = started {
+        let _ = started.send(()).await;
+    }
+    let mut buf = [0; 256];
+    for _ in 0..TRICKLE_MAX_BYTES {
+        if s.write_all(b"z").await.is_err() {
+            return t0.elapsed(); // reset
+        }
+        // The pause before the next byte doubles as the watch for a cut.
+        s.set_read_deadline(Some(Instant::now() + TRICKLE));
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) => return t0.elapsed(),
+                Ok(_) => {} // a 408, then EOF
+                Err(e) if e.kind() == io::ErrorKind::TimedOut => break,
+                Err(_) => return t0.elapsed(),
+            }
+        }
+    }
+    panic!("a slow head got {TRICKLE_MAX_BYTES} bytes through, {TRICKLE:?} apart, uncut");
+}
+
+#[test]
+fn header_read_timeout_cuts_1000_slow_loris_heads_while_hyper_clients_are_served() {
+    const NORMAL_CLIENTS: usize = 20;
+    const NORMAL_REQUESTS: usize = 20;
+    const ANSWER_BOUND: Duration = Duration::from_secs(2);
+    const CUT_BOUND: Duration = Duration::from_secs(5);
+    let _heavy = one_heavy_test_at_a_time();
+    within(Duration::from_secs(120), "slow-loris heads", || {
+        let limit = net_support::raise_fd_limit(2 * SLOW_CLIENTS as u64 + 256);
+        assert!(
+            limit >= 2 * SLOW_CLIENTS as u64 + 128,
+            "fd limit {limit} too low"
+        );
+        let server_rt = goro::Runtime::builder().procs(2).build().unwrap();
+        let client_rt = goro::Runtime::builder().procs(2).build().unwrap();
+        let (addr, _log, _ended) = server_rt.block_on(start_server(ServerConfig {
+            header_read_timeout: HEAD_TIMEOUT,
+            ..ServerConfig::default()
+        }));
+        client_rt.block_on(async move {
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let (started_tx, started_rx) = goro::chan::bounded(SLOW_CLIENTS);
+            let slow: Vec<_> = (0..SLOW_CLIENTS)
+                .map(|_| {
+                    let (started, stop) = (started_tx.clone(), stop.clone());
+                    goro::spawn(async move {
+                        // Back again after each cut, until the normal
+                        // clients are done (at most 50 connections).
+                        let mut cuts = vec![slow_head(addr, Some(&started)).await];
+                        while cuts.len() < 50 && !stop.load(Ordering::SeqCst) {
+                            cuts.push(slow_head(addr, None).await);
+                        }
+                        cuts
+                    })
+                })
+                .collect();
+            for i in 0..SLOW_CLIENTS {
+                goro::time::timeout(Duration::from_secs(30), started_rx.recv())
+                    .await
+                    .unwrap_or_else(|_| panic!("only {i} slow clients started within 30 s"))
+                    .unwrap();
+            }
+            let normal: Vec<_> = (0..NORMAL_CLIENTS)
+                .map(|id| {
+                    goro::spawn(async move {
+                        let s = TcpStream::connect(addr).await.expect("connect");
+                        let (mut sender, conn) =
+                            hyper::client::conn::http1::handshake(GoroIo::new(s))
+                                .await
+                                .expect("handshake");
+                        goro::spawn(conn);
+                        let mut worst = Duration::ZERO;
+                        for r in 0..NORMAL_REQUESTS {
+                            let t = Instant::now();
+                            let req = Request::get("/")
+                                .header("host", "x")
+                                .body(Empty::<Bytes>::new())
+                                .unwrap();
+                            let round = async {
+                                sender.ready().await?;
+                                let resp = sender.send_request(req).await?;
+                                resp.into_body().collect().await.map(|b| b.to_bytes())
+                            };
+                            let body = goro::time::timeout(ANSWER_BOUND, round)
+                                .await
+                                .unwrap_or_else(|_| {
+                                    panic!("client {id} request {r}: no answer within {ANSWER_BOUND:?}")
+                                })
+                                .unwrap_or_else(|e| panic!("client {id} request {r}: {e}"));
+                            assert_eq!(&body[..], HELLO);
+                            worst = worst.max(t.elapsed());
+                        }
+                        worst
+                    })
+                })
+                .collect();
+            let mut worst = Duration::ZERO;
+            for h in normal {
+                worst = worst.max(h.await.unwrap());
+            }
+            stop.store(true, Ordering::SeqCst);
+            let mut cuts = Vec::new();
+            for (i, h) in slow.into_iter().enumerate() {
+                cuts.extend(
+                    goro::time::timeout(Duration::from_secs(60), h)
+                        .await
+                        .unwrap_or_else(|_| panic!("slow client {i} not done within 60 s"))
+                        .unwrap(),
+                );
+            }
+            cuts.sort();
+            let (fastest, slowest) = (cuts[0], cuts[cuts.len() - 1]);
+            eprintln!(
+                "hyper: normal answers worst {worst:?}; {} slow heads cut after {fastest:?} to {slowest:?}",
+                cuts.len()
+            );
+            assert!(worst <= ANSWER_BOUND, "a normal request took {worst:?}");
+            assert!(fastest >= HEAD_TIMEOUT, "a slow head was cut after {fastest:?}");
+            assert!(slowest <= CUT_BOUND, "a slow head was cut only after {slowest:?}");
+        });
+    });
+}
+
+#[test]
+fn idle_hyper_keep_alive_connections_wake_nothing() {
+    const CONNS: usize = 1000;
+    let _heavy = one_heavy_test_at_a_time();
+    within(Duration::from_secs(120), "idle hyper connections", || {
+        let limit = net_support::raise_fd_limit(2 * CONNS as u64 + 256);
+        let conns = CONNS.min((limit as usize).saturating_sub(256) / 2);
+        assert!(conns >= 100, "fd limit {limit} too low for this test");
+        let server_rt = goro::Runtime::builder()
+            .procs(2)
+            .thread_name("hidlesrv")
+            .build()
+            .unwrap();
+        // Every connection waits for its next head with hyper's header
+        // timer armed on goro's heaps, far beyond the window.
+        let (addr, _log, _ended) = server_rt.block_on(start_server(ServerConfig {
+            header_read_timeout: Duration::from_secs(120),
+            ..ServerConfig::default()
+        }));
+        // Plain blocking clients: nothing of theirs runs on a runtime.
+        let mut clients = Vec::with_capacity(conns);
+        for i in 0..conns {
+            use std::io::{Read as _, Write as _};
+            let mut c = std::net::TcpStream::connect(addr).expect("connect");
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0; 512];
+            while !got.ends_with(HELLO) {
+                match c.read(&mut buf) {
+                    Ok(0) => panic!("connection {i} closed"),
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                    Err(e) => panic!("connection {i}: no answer within 10 s: {e}"),
+                }
+            }
+            clients.push(c);
+        }
+        let tids = common::threads_named("hidlesrv");
+        common::wait_until(Duration::from_secs(10), "server threads asleep", || {
+            server_rt.schedtrace().contains("idleprocs=2")
+                && tids
+                    .iter()
+                    .all(|&t| common::thread_state(t).map(|s| s.0) == Some('S'))
+        });
+        let snapshot = || {
+            let s = server_rt.stats();
+            let switches: u64 = tids
+                .iter()
+                .filter_map(|&t| common::thread_state(t))
+                .map(|s| s.1)
+                .sum();
+            (
+                s.parks,
+                s.unparks,
+                s.timer_sleeper_wakes,
+                s.netpolls,
+                s.tasks_polled,
+                switches,
+            )
+        };
+        let mut prev = snapshot();
+        common::wait_until(
+            Duration::from_secs(10),
+            "server threads stop waking",
+            || {
+                std::thread::sleep(Duration::from_millis(50));
+                let now = snapshot();
+                let quiet = now == prev;
+                prev = now;
+                quiet
+            },
+        );
+        let before = snapshot();
+        std::thread::sleep(Duration::from_secs(1));
+        assert_eq!(
+            before,
+            snapshot(),
+            "(parks, unparks, sleeper wakes, netpolls, polls, context switches) changed \
+             with {conns} idle hyper connections"
+        );
+        drop(clients);
+    });
+}
