@@ -78,7 +78,7 @@
 //!   deadline per response): that arms and stops a timer per response even
 //!   when no write ever waits. [`GoroIo`] arms the stream's write deadline
 //!   only when a write has to wait, so the fast path costs nothing.
-//! - Boxing the timer's sleeps behind a wrapper type: `time::Sleep` is
+//! - Wrapping the timer's sleeps in a type of this module: `time::Sleep` is
 //!   already `Send + Sync + Unpin`, so it is hyper's `Sleep` directly, and
 //!   [`GoroTimer`]'s `reset` finds it again by downcasting.
 //! - A goro runtime handle inside [`GoroExecutor`]: hyper calls `execute`
@@ -283,7 +283,8 @@ impl<T: Borrow<TcpStream> + Unpin> Read for GoroIo<T> {
         let dst = buf.initialize_unfilled();
         let n = std::task::ready!(self.stream.borrow().poll_read(cx, dst))?;
         // SAFETY: `initialize_unfilled` initialized all of the unfilled
-        // part, and the read filled `n <= dst.len()` bytes of it.
+        // part, and the read (read(2) on the socket) filled `n <= dst.len()`
+        // bytes of it.
         unsafe { buf.advance(n) };
         Poll::Ready(Ok(()))
     }
