@@ -15,6 +15,12 @@
 //! it, operations fail with [`std::io::ErrorKind::TimedOut`], and moving it
 //! into the future makes the socket usable again (`deadline.rs`).
 //!
+//! A server's accept loop rides out descriptor exhaustion (`EMFILE`) with
+//! Go's `net/http` back-off: [`TcpListener::accept_with_backoff`]
+//! (`backoff.rs`). With the cargo feature `hyper`, the `hyper` submodule
+//! adapts executor, IO and timer to hyper 1.x, so hyper's HTTP/1 server
+//! and client connections run as goro tasks (`examples/http_hello.rs`).
+//!
 //! Sockets must be created inside a runtime (in a task, or in
 //! `Runtime::block_on`); creating one elsewhere is an error. A socket
 //! belongs to the poller of the runtime that created it: it may be used
@@ -66,7 +72,10 @@
 //! # }).unwrap();
 //! ```
 
+mod backoff;
 mod deadline;
+#[cfg(feature = "hyper")]
+pub mod hyper;
 mod io;
 pub(crate) mod poller;
 pub(crate) mod scheduled_io;

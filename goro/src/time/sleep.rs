@@ -68,6 +68,36 @@ impl Sleep {
     pub fn deadline(&self) -> Option<Instant> {
         (self.when != NEVER).then(|| clock::instant_of(self.when))
     }
+
+    /// Moves the end of this sleep to `deadline`, whether or not it has
+    /// ended (tokio's `Sleep::reset`; Go's `Timer.Reset`). The armed timer
+    /// is reused: a later deadline only moves it (the lazy reset of
+    /// `timer.rs`), an earlier one re-arms it, and a deadline already
+    /// passed stops it, so the next poll is ready without touching a heap.
+    /// Poll the sleep again to wait for the new deadline.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let mut s = goro::time::sleep(Duration::from_secs(3600));
+    /// let soon = Instant::now() + Duration::from_millis(1);
+    /// s.reset(soon);
+    /// s.await; // an hour early
+    /// assert!(Instant::now() >= soon);
+    /// # });
+    /// ```
+    pub fn reset(&mut self, deadline: Instant) {
+        self.when = clock::when_of(deadline);
+        self.check_clock = true;
+        if let Some(t) = &self.timer {
+            if self.when == NEVER || self.when <= clock::now() {
+                arm_timer(t, 0, 0);
+                self.timer = None;
+            } else {
+                arm_timer(t, self.when, 0);
+            }
+        }
+    }
 }
 
 impl Future for Sleep {
