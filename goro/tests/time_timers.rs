@@ -15,37 +15,34 @@ fn rt(procs: usize) -> goro::Runtime {
     goro::Runtime::builder().procs(procs).build().unwrap()
 }
 
-/// Arms 50 timers 1 ms apart (in reverse order, so the heap must reorder
-/// them), each received by its own task, and returns for each timer, in
-/// deadline order, the position at which its receiver got the value.
+/// 50 tasks sleep until deadlines 1 ms apart (spawned in reverse order, so
+/// the heap must reorder them), all starting 50 ms from now so that every
+/// task is parked before the first deadline even on a loaded machine.
+/// Returns for each deadline, in deadline order, the position at which its
+/// task woke.
 ///
-/// Positions, not the delivered instants: a timer's value is its deadline,
-/// so comparing values would only compare deadlines. All 50 are made in one
-/// loop before any receiver runs, so their deadlines are 1 ms apart give or
-/// take the loop's own few microseconds.
+/// Positions, not instants, and `sleep_until` from one base, not
+/// `Timer::new(d)` per task: a deadline computed inside each task moves
+/// with that task's start, and a task started late would compare its own
+/// lateness, not the heap's order.
 fn fire_positions(rt: &goro::Runtime) -> Vec<(Duration, usize)> {
-    let start = Instant::now();
+    let base = Instant::now() + Duration::from_millis(50);
     rt.block_on(async move {
         let order = Arc::new(AtomicUsize::new(0));
-        let timers: Vec<_> = (0..50u64)
+        let hs: Vec<_> = (0..50u64)
             .rev()
-            .map(|i| (i, Timer::new(Duration::from_millis(i))))
-            .collect();
-        let hs: Vec<_> = timers
-            .into_iter()
-            .map(|(i, t)| {
+            .map(|i| {
                 let order = order.clone();
                 goro::spawn(async move {
-                    let at = t.rx().recv().await.unwrap();
-                    let pos = order.fetch_add(1, Ordering::SeqCst);
                     let d = Duration::from_millis(i);
+                    sleep_until(base + d).await;
+                    let pos = order.fetch_add(1, Ordering::SeqCst);
                     let now = Instant::now();
                     assert!(
-                        now.duration_since(start) >= d,
-                        "timer for {d:?} fired early, at {:?}",
-                        now.duration_since(start)
+                        now >= base + d,
+                        "the sleep until base + {d:?} woke {:?} early",
+                        (base + d) - now
                     );
-                    assert!(at <= now, "the delivered deadline is after the receive");
                     (d, pos)
                 })
             })
@@ -64,8 +61,8 @@ fn timers_on_one_heap_fire_in_deadline_order() {
     let mut global = goro::Policy::default();
     global.timers = goro::TimerPlacement::Global;
     // (procs, policy, how far apart in deadline order two timers must be
-    // for their order to be checked). With one P, receivers run in the
-    // order their timers fire: exact. With two, two receivers woken by one
+    // for their order to be checked). With one P, woken tasks run in the
+    // order their timers fire: exact. With two, two tasks woken by one
     // run may race each other to the counter, so only timers 5 ms apart
     // are compared.
     for (procs, policy, gap) in [
@@ -83,7 +80,7 @@ fn timers_on_one_heap_fire_in_deadline_order() {
             for (a, b) in got.iter().zip(got.iter().skip(gap)) {
                 assert!(
                     a.1 < b.1,
-                    "procs {procs}: timer {:?} was received after timer {:?} ({} vs {})",
+                    "procs {procs}: the timer for {:?} woke its task after the one for {:?} ({} vs {})",
                     a.0,
                     b.0,
                     a.1,
