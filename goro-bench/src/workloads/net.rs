@@ -27,9 +27,27 @@
 //! short; `ops` is always what was done).
 //!
 //! Every server sets `TCP_NODELAY` on accepted connections (Go's default).
+//!
+//! `http_hello` compares HTTP servers as their users would write them:
+//! hyper 1.x on goro (`goro::net::hyper`), hyper 1.x on tokio (hyper-util's
+//! `TokioIo`/`TokioTimer`), and Go's net/http. The two hyper columns are
+//! configured alike, line for line, and serve the same [`hello`]: an
+//! `http1` connection per accepted socket (one task each), keep-alive
+//! (hyper's default), `header_read_timeout` 5 s on the runtime's timer (the
+//! read deadline of each request's head, counted from when the connection
+//! starts waiting for it, so it also cuts an idle keep-alive connection),
+//! and the handler under the runtime's `timeout` 5 s. goro's column also
+//! has `GoroIo::write_timeout` 5 s (Go's `WriteTimeout`: a response whose
+//! writes stall on a client that does not read is cut); it arms a timer
+//! only when a write has to wait, which a 13-byte answer on loopback never
+//! does, and hyper-util's `TokioIo` has nothing like it.
 
 use crate::netload::{self, CpuProbe, Proto, Spec, STALL};
 use crate::registry::{body, Ctx, RunOut, Workload};
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Request, Response};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -125,6 +143,17 @@ pub fn http_spec(ctx: &Ctx) -> Spec {
     }
 }
 
+/// http_hello's response, for both hyper columns: `Hello, World!` with
+/// `Content-Type: text/plain` (hyper adds `content-length` from the body
+/// and `date`; Go's handler sets the same two headers and net/http adds
+/// `Date`).
+pub async fn hello(_req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from_static(netload::HELLO)));
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    r
+}
+
 /// One line for a server that cannot listen.
 pub fn bind_failed(workload: &str, rt: &str, e: std::io::Error) -> String {
     format!("{workload}: the {rt} server cannot listen on {LOOPBACK}: {e}")
@@ -181,12 +210,8 @@ fn drive_http(addr: SocketAddr, ctx: &Ctx, go: Option<CpuProbe>) -> Result<RunOu
 mod tokio_side {
     use super::*;
     use crate::rt::{Latch, Rt, Tokio};
-    use http_body_util::Full;
-    use hyper::body::{Bytes, Incoming};
-    use hyper::header::{HeaderValue, CONTENT_TYPE};
     use hyper::server::conn::http1;
     use hyper::service::service_fn;
-    use hyper::{Request, Response};
     use hyper_util::rt::{TokioIo, TokioTimer};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
@@ -260,22 +285,14 @@ mod tokio_side {
         .await
     }
 
-    /// The hello response: `Hello, World!`, `Content-Type: text/plain`
-    /// (hyper adds `content-length` from the body and `date`).
-    async fn hello(_req: Request<Incoming>) -> Response<Full<Bytes>> {
-        let mut r = Response::new(Full::new(Bytes::from_static(netload::HELLO)));
-        r.headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
-        r
-    }
-
     /// http_hello on tokio: see [`http_spec`]. Server: hyper 1.x's HTTP/1.1
     /// connection (keep-alive) per accepted connection, on hyper-util's
     /// `TokioIo` and `TokioTimer`, with `header_read_timeout` 5 s (the
     /// read deadline of each request's head) and `tokio::time::timeout`
     /// 5 s around each request's handling (hyper has no write timeout:
     /// this bounds producing the response, not the socket write; a
-    /// 13-byte answer on loopback never waits for the socket).
+    /// 13-byte answer on loopback never waits for the socket). goro's
+    /// column (`net_goro.rs`) is the same builder on goro's adapters.
     pub async fn http_hello(ctx: Ctx) -> RunOut {
         serve_and_drive("http_hello", http_spec(&ctx), |s| async move {
             let svc = service_fn(|req| tokio::time::timeout(DEADLINE, hello(req)));
