@@ -318,6 +318,38 @@ impl TcpStream {
         self.io.poll_io(cx, Direction::Read, |mut s| s.read(buf))
     }
 
+    /// [`TcpStream::poll_read`] into memory that need not be initialized
+    /// (hyper's read buffer, `net/hyper.rs`): `recv(2)` only writes the
+    /// bytes it returns, so the caller need not zero the buffer first.
+    /// Returns how many bytes of `buf` are now initialized (from its start).
+    #[cfg(feature = "hyper")]
+    pub(crate) fn poll_read_uninit(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [std::mem::MaybeUninit<u8>],
+    ) -> Poll<io::Result<usize>> {
+        use std::os::fd::AsRawFd;
+        self.io.poll_io(cx, Direction::Read, |s| {
+            // SAFETY: `buf` is valid for writes of `buf.len()` bytes for
+            // the duration of the call (a live exclusive borrow), and
+            // recv(2) writes at most that many bytes into it and never
+            // reads it; the fd is the stream's own open socket.
+            let n = unsafe {
+                libc::recv(
+                    s.as_raw_fd(),
+                    buf.as_mut_ptr().cast::<libc::c_void>(),
+                    buf.len(),
+                    0,
+                )
+            };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        })
+    }
+
     /// The poll form of [`TcpStream::write`], for adapters.
     ///
     /// ```
