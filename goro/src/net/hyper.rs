@@ -66,14 +66,16 @@
 //!
 //! # Rejected
 //!
-//! - Reading into hyper's uninitialized buffer through `recv(2)` and a raw
-//!   pointer (what tokio's `TcpStream` does for hyper-util's `TokioIo`):
-//!   it saves zeroing the unfilled part of the buffer before each read
-//!   (8 KiB at first, a memset of a hundred nanoseconds or so next to a
-//!   syscall of a microsecond), at the price of unsafe pointer reads and
-//!   a second, raw read path beside [`TcpStream::poll_read`]. [`GoroIo`]
-//!   zeroes with `ReadBufCursor::initialize_unfilled` and reads through
-//!   the safe `&mut [u8]`; only the cursor's advance is `unsafe`.
+//! - Zeroing hyper's read buffer before each read
+//!   (`ReadBufCursor::initialize_unfilled`) to read through the safe
+//!   `&mut [u8]` of [`TcpStream::poll_read`]: hyper hands out a fresh,
+//!   wholly uninitialized cursor for every read, so this cleared 8 KiB or
+//!   more each time, twice per keep-alive request. Measured in goro-bench's
+//!   `http_hello` (perf, procs 1) it was 5% of the server's CPU, the
+//!   largest user-space item after hyper itself, and the tokio column
+//!   (tokio's `TcpStream` reads with `recv(2)` into the uninitialized
+//!   buffer) does not pay it. [`GoroIo`] now does what tokio does, through
+//!   a crate-internal raw read path (`TcpStream::poll_read_uninit`).
 //! - A write deadline set before every write (Go's `WriteTimeout` is one
 //!   deadline per response): that arms and stops a timer per response even
 //!   when no write ever waits. [`GoroIo`] arms the stream's write deadline
@@ -280,11 +282,19 @@ impl<T: Borrow<TcpStream> + Unpin> Read for GoroIo<T> {
         cx: &mut Context<'_>,
         mut buf: ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        let dst = buf.initialize_unfilled();
-        let n = std::task::ready!(self.stream.borrow().poll_read(cx, dst))?;
-        // SAFETY: `initialize_unfilled` initialized all of the unfilled
-        // part, and the read (read(2) on the socket) filled `n <= dst.len()`
-        // bytes of it.
+        // Read straight into hyper's uninitialized buffer, as tokio's
+        // `TcpStream` does for hyper-util: hyper makes a fresh `ReadBuf`
+        // with nothing initialized for every read, so zeroing it first
+        // (`initialize_unfilled`, what this did before) cleared 8 KiB or
+        // more per read, two reads per keep-alive request: 5% of the
+        // server's CPU in goro-bench's http_hello.
+        // SAFETY: `as_mut` asks that no initialized byte be
+        // de-initialized: the slice is only written, by recv(2) with real
+        // bytes (`poll_read_uninit`), and no byte of it is read here.
+        let dst = unsafe { buf.as_mut() };
+        let n = std::task::ready!(self.stream.borrow().poll_read_uninit(cx, dst))?;
+        // SAFETY: the read initialized the first `n <= dst.len()` bytes of
+        // the unfilled part (recv(2) returned `n`).
         unsafe { buf.advance(n) };
         Poll::Ready(Ok(()))
     }

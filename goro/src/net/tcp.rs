@@ -265,7 +265,10 @@ impl TcpStream {
     /// # });
     /// ```
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io.io(Direction::Read, |mut s| s.read(buf)).await
+        let len = buf.len();
+        self.io
+            .stream_io(Direction::Read, len, |mut s| s.read(buf))
+            .await
     }
 
     /// Writes some of `buf`; returns how many bytes. Past the write
@@ -279,7 +282,10 @@ impl TcpStream {
     /// # });
     /// ```
     pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        self.io.io(Direction::Write, |mut s| s.write(buf)).await
+        let len = buf.len();
+        self.io
+            .stream_io(Direction::Write, len, |mut s| s.write(buf))
+            .await
     }
 
     /// Writes all of `buf`, waiting as needed.
@@ -315,7 +321,42 @@ impl TcpStream {
     /// # });
     /// ```
     pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
-        self.io.poll_io(cx, Direction::Read, |mut s| s.read(buf))
+        let len = buf.len();
+        self.io
+            .poll_stream(cx, Direction::Read, len, |mut s| s.read(buf))
+    }
+
+    /// [`TcpStream::poll_read`] into memory that need not be initialized
+    /// (hyper's read buffer, `net/hyper.rs`): `recv(2)` only writes the
+    /// bytes it returns, so the caller need not zero the buffer first.
+    /// Returns how many bytes of `buf` are now initialized (from its start).
+    #[cfg(feature = "hyper")]
+    pub(crate) fn poll_read_uninit(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [std::mem::MaybeUninit<u8>],
+    ) -> Poll<io::Result<usize>> {
+        use std::os::fd::AsRawFd;
+        let len = buf.len();
+        self.io.poll_stream(cx, Direction::Read, len, |s| {
+            // SAFETY: `buf` is valid for writes of `buf.len()` bytes for
+            // the duration of the call (a live exclusive borrow), and
+            // recv(2) writes at most that many bytes into it and never
+            // reads it; the fd is the stream's own open socket.
+            let n = unsafe {
+                libc::recv(
+                    s.as_raw_fd(),
+                    buf.as_mut_ptr().cast::<libc::c_void>(),
+                    buf.len(),
+                    0,
+                )
+            };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        })
     }
 
     /// The poll form of [`TcpStream::write`], for adapters.
@@ -329,7 +370,9 @@ impl TcpStream {
     /// # });
     /// ```
     pub fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.io.poll_io(cx, Direction::Write, |mut s| s.write(buf))
+        let len = buf.len();
+        self.io
+            .poll_stream(cx, Direction::Write, len, |mut s| s.write(buf))
     }
 
     /// Shuts down the read side, the write side (the peer reads `Ok(0)`)
