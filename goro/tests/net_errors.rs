@@ -138,3 +138,39 @@ fn a_stream_outlives_its_runtime_without_panicking() {
     drop(c);
     drop(s);
 }
+
+/// Data and the FIN arriving together (one edge, readable + peer closed):
+/// the short read that takes the data must not leave the next read waiting
+/// for an edge that never comes; it returns EOF at once. Repeated, since
+/// whether the two land in one edge depends on when a poll happens.
+#[test]
+fn data_and_fin_in_one_edge_read_then_eof() {
+    within(LIMIT, "data + FIN then EOF", || {
+        let rt = goro::Runtime::builder().procs(1).build().unwrap();
+        rt.block_on(async {
+            for round in 0..50 {
+                let (c, s) = pair().await;
+                c.write_all(b"last").await.unwrap();
+                c.shutdown(Shutdown::Write).unwrap();
+                // Park briefly so that the M waits in the poller and takes
+                // the (data + FIN) event before the first read: the case
+                // where the short read's clearing would lose the FIN.
+                goro::time::sleep(std::time::Duration::from_millis(1)).await;
+                // A missed EOF would wait for this deadline instead.
+                s.set_read_deadline(Some(
+                    std::time::Instant::now() + std::time::Duration::from_secs(5),
+                ));
+                let mut buf = [0; 64];
+                let mut got = 0;
+                loop {
+                    match s.read(&mut buf[got..]).await {
+                        Ok(0) => break,
+                        Ok(n) => got += n,
+                        Err(e) => panic!("round {round}: read after {got} bytes: {e}"),
+                    }
+                }
+                assert_eq!(&buf[..got], b"last", "round {round}");
+            }
+        });
+    });
+}

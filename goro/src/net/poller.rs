@@ -68,7 +68,7 @@
 //! - The poller lock held by any M, blocking or not, with a flag for "an M
 //!   blocks": `try_lock` is that flag.
 
-use crate::net::scheduled_io::{wake_all, ScheduledIo, READ, WRITE};
+use crate::net::scheduled_io::{wake_all, ScheduledIo, READ, READ_CLOSED, WRITE, WRITE_CLOSED};
 use crate::sched::machine::Machine;
 use crate::sched::park::{Handoff, PollBreak};
 use crate::sched::task::Runnable;
@@ -273,11 +273,17 @@ impl Driver {
                 continue; // the socket closed since: a stale event
             };
             let mut ready = 0;
-            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+            if ev.is_readable() {
                 ready |= READ;
             }
-            if ev.is_writable() || ev.is_write_closed() || ev.is_error() {
+            if ev.is_read_closed() || ev.is_error() {
+                ready |= READ | READ_CLOSED;
+            }
+            if ev.is_writable() {
                 ready |= WRITE;
+            }
+            if ev.is_write_closed() || ev.is_error() {
+                ready |= WRITE | WRITE_CLOSED;
             }
             if ready != 0 {
                 io.set_ready(ready, out);

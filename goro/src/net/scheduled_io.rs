@@ -58,9 +58,18 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 /// Read readiness (readable, peer closed, error).
-pub(crate) const READ: u8 = 0b01;
+pub(crate) const READ: u8 = 0b0001;
 /// Write readiness (writable, closed, error).
-pub(crate) const WRITE: u8 = 0b10;
+pub(crate) const WRITE: u8 = 0b0010;
+/// The peer closed its side (or the socket failed): reads return at once
+/// from now on. Sticky: never cleared by [`ScheduledIo::clear_ready`].
+/// Without it, data and FIN delivered in one edge, read by a short read
+/// that clears `READ` (`PollIo::poll_stream`), would leave the next read
+/// waiting for an edge that never comes, instead of returning EOF.
+pub(crate) const READ_CLOSED: u8 = 0b0100;
+/// The socket can no longer send (or failed): writes return at once.
+/// Sticky, as [`READ_CLOSED`].
+pub(crate) const WRITE_CLOSED: u8 = 0b1000;
 
 /// One direction of a socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +83,14 @@ impl Direction {
         match self {
             Direction::Read => READ,
             Direction::Write => WRITE,
+        }
+    }
+
+    /// This direction's readiness bits, the sticky "closed" one included.
+    fn any_bits(self) -> u8 {
+        match self {
+            Direction::Read => READ | READ_CLOSED,
+            Direction::Write => WRITE | WRITE_CLOSED,
         }
     }
 
@@ -142,7 +159,7 @@ impl ScheduledIo {
         if half.deadline != 0 && half.deadline <= clock::now() {
             return Poll::Ready(Err(deadline_exceeded()));
         }
-        if st.ready & dir.bit() != 0 || st.closed {
+        if st.ready & dir.any_bits() != 0 || st.closed {
             return Poll::Ready(Ok(st.tick));
         }
         let half = &mut st.halves[dir.index()];
@@ -169,7 +186,7 @@ impl ScheduledIo {
         st.ready |= ready;
         st.tick = st.tick.wrapping_add(1);
         for dir in [Direction::Read, Direction::Write] {
-            if ready & dir.bit() != 0 {
+            if ready & dir.any_bits() != 0 {
                 out.append(&mut st.halves[dir.index()].waiters);
             }
         }
