@@ -7,10 +7,11 @@
 //! its readiness record (`scheduled_io.rs`) holds the tasks waiting on it.
 //! Nobody owns the epoll: the scheduler's threads poll it as Go's do.
 //!
-//! * **Non-blocking, from find-runnable** (step 5 in `find.rs`): an M
-//!   holding a P whose local and global queues are empty polls with a zero
-//!   timeout before it steals, and runs what it readied (the wakes land in
-//!   its own P's queue; the first in `runnext`). The poll is skipped when
+//! * **Non-blocking, from find-runnable** (step 6 in `find.rs`): an M
+//!   holding a P whose local and global queues are empty, and that found
+//!   nothing to steal (queued work goes before new readiness; `find.rs`
+//!   says why), polls with a zero timeout and runs what it readied (the
+//!   wakes land at the tail of its own P's queue, see below). The poll is skipped when
 //!   nothing is registered (a runtime without sockets pays one atomic
 //!   load), when the last poll was less than [`MIN_POLL_GAP`] ago (so Ms
 //!   spinning for work do not turn into an `epoll_wait` storm), and when
@@ -392,7 +393,7 @@ impl Sched {
 }
 
 impl Machine {
-    /// Find-runnable's step 5: a non-blocking poll, if due. Returns a task it
+    /// Find-runnable's step 6: a non-blocking poll, if due. Returns a task it
     /// readied onto this P, if any.
     pub(crate) fn netpoll(&mut self) -> Option<Runnable> {
         let sched = self.sched.clone();
