@@ -496,6 +496,10 @@ fn a_panicking_drop_of_a_parked_senders_value_on_abort_keeps_the_p() {
                 }
                 drop(rx);
             });
+            // `abort` returns before the scheduler has dropped the future.
+            wait_until(WAIT, "the aborted senders' values were dropped", || {
+                ledger.dropped() == 4
+            });
             all_dropped_once(&ledger, 4, "values of aborted senders");
             assert_usable(&rt, "aborting tasks whose values panic on Drop");
         });
