@@ -239,7 +239,9 @@ impl Registry {
 ///
 /// Awaiting it yields the task's output, or a [`JoinError`] if the task
 /// panicked or was aborted. Dropping it *detaches* the task: it keeps
-/// running and its output is dropped.
+/// running and its output is dropped. Polling it again after it returned
+/// the result panics (as tokio's does); after `abort` it answers
+/// `Cancelled` every time.
 ///
 /// ```
 /// let rt = goro::Runtime::builder().procs(2).build().unwrap();
@@ -254,12 +256,16 @@ pub struct JoinHandle<T> {
     /// than a cell because `abort` takes `&self` and the handle is `Sync`;
     /// it is uncontended in practice (one owner polls it).
     task: std::sync::Mutex<Option<async_task::FallibleTask<TaskOutput<T>>>>,
+    /// Set when a poll returned the task's result: polling again is a bug
+    /// in the caller, reported as such (not as a cancelled task).
+    returned: std::sync::atomic::AtomicBool,
 }
 
 impl<T> JoinHandle<T> {
     fn new(task: async_task::Task<TaskOutput<T>>) -> JoinHandle<T> {
         JoinHandle {
             task: std::sync::Mutex::new(Some(task.fallible())),
+            returned: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -309,12 +315,23 @@ impl<T> Future for JoinHandle<T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut slot = self.slot();
         let Some(task) = slot.as_mut() else {
-            return Poll::Ready(Err(JoinError::Cancelled));
+            drop(slot);
+            // Relaxed: set by an earlier poll of this handle, which the
+            // caller's `&mut` access orders before this one.
+            if self.returned.load(std::sync::atomic::Ordering::Relaxed) {
+                panic!(
+                    "goro: JoinHandle polled after it returned the task's result \
+                     (a future must not be polled after completion; keep the result instead)"
+                );
+            }
+            return Poll::Ready(Err(JoinError::Cancelled)); // aborted
         };
         match Pin::new(task).poll(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(out) => {
                 *slot = None;
+                self.returned
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 // `None`: the task was cancelled (runtime shut down).
                 Poll::Ready(out.map_or(Err(JoinError::Cancelled), TaskOutput::into_inner))
             }
