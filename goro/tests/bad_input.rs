@@ -30,25 +30,12 @@ fn invalid_input(r: std::io::Result<goro::Runtime>) -> String {
 // Builder
 // --------------------------------------------------------------------------
 
-#[test]
-fn builder_procs_out_of_range_is_an_error_naming_the_range() {
-    for n in [0, goro::runtime::MAX_PROCS + 1, usize::MAX] {
-        let e = invalid_input(goro::Runtime::builder().procs(n).build());
-        assert!(
-            e.contains(&format!("procs({n})")) && e.contains("accepted 1..=4096"),
-            "procs({n}): {e}"
-        );
-    }
-    let rt = goro::Runtime::builder().procs(goro::runtime::MAX_PROCS).build().unwrap();
-    assert_eq!(rt.procs(), goro::runtime::MAX_PROCS, "the top of the range is accepted");
-}
+// procs(0) / procs(1_000_000) and steal_passes=0:
+// sched_basic::procs_zero_is_rejected_with_the_accepted_range,
+// sched_basic::bad_policy_field_is_rejected.
 
 #[test]
-fn builder_policy_out_of_range_is_an_error_naming_the_field() {
-    let mut p = goro::Policy::default();
-    p.steal_passes = 0;
-    let e = invalid_input(goro::Runtime::builder().procs(1).policy(p).build());
-    assert!(e.contains("steal_passes=0") && e.contains("accepted 1..=16"), "{e}");
+fn builder_policy_runnext_steal_pause_above_10ms_is_an_error() {
     let mut p = goro::Policy::default();
     p.runnext_steal_pause = Duration::from_millis(11);
     let e = invalid_input(goro::Runtime::builder().procs(1).policy(p).build());
