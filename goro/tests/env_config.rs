@@ -1,6 +1,8 @@
 //! GORO_PROCS / GORO_POLICY / GORO_SCHEDTRACE at start-up. One test, in its
 //! own binary, because the environment is process-wide.
 
+mod common;
+
 #[test]
 fn environment_settings_are_applied_and_bad_values_rejected_with_the_accepted_form() {
     // This binary runs this single test, so nothing reads the environment
@@ -61,6 +63,27 @@ fn environment_settings_are_applied_and_bad_values_rejected_with_the_accepted_fo
         .build()
         .expect("numeric schedtrace is accepted");
     rt.block_on(async {});
+    drop(rt);
+
+    // An interval too large for `Instant` means "never"; it used to
+    // overflow `Instant + Duration` and kill the monitor thread at start.
+    std::env::set_var("GORO_SCHEDTRACE", u64::MAX.to_string());
+    let rt = goro::Runtime::builder()
+        .procs(1)
+        .thread_name("envtr")
+        .build()
+        .expect("a huge schedtrace interval is accepted");
+    rt.block_on(async { goro::spawn(async {}).await.unwrap() });
+    common::wait_until(
+        std::time::Duration::from_secs(30),
+        "the monitor thread is alive and asleep (GORO_SCHEDTRACE=u64::MAX)",
+        || {
+            common::threads_named("envtr-monitor")
+                .first()
+                .and_then(|&t| common::thread_state(t))
+                .is_some_and(|(s, _)| s == 'S')
+        },
+    );
     drop(rt);
     std::env::remove_var("GORO_SCHEDTRACE");
 }

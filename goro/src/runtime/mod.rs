@@ -72,7 +72,8 @@ impl Builder {
         self
     }
 
-    /// Prefix of worker thread names (default `goro`).
+    /// Prefix of worker thread names (default `goro`). A name with a NUL
+    /// byte makes `build` fail (threads cannot be named so).
     pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
         self.thread_name = Some(name.into());
         self
@@ -82,7 +83,8 @@ impl Builder {
     /// (seed 003; Go does it at every garbage collection). Default 1 s;
     /// zero makes `build` fail. The monitor cycles only while some pool may
     /// hold values, and at most twice while the runtime is idle; see
-    /// [`crate::sync::pool_cycle`] for what a cycle does.
+    /// [`crate::sync::pool_cycle`] for what a cycle does. An interval too
+    /// large for `Instant` means "never" (as for timers).
     ///
     /// ```
     /// use std::time::Duration;
@@ -127,10 +129,18 @@ impl Builder {
                     .into(),
             ));
         }
+        let thread_name = self.thread_name.unwrap_or_else(|| "goro".into());
+        // std panics when it names a thread with an interior NUL: say so
+        // here, before any thread is started.
+        if thread_name.contains('\0') {
+            return Err(invalid(format!(
+                "goro: thread_name({thread_name:?}) contains a NUL byte: accepted a string without NUL bytes"
+            )));
+        }
         let sched = Sched::new(
             procs,
             policy,
-            self.thread_name.unwrap_or_else(|| "goro".into()),
+            thread_name,
             schedtrace,
             pool_cycle,
         );

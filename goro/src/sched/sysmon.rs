@@ -30,6 +30,7 @@ use crate::loom::{AtomicBool, Condvar, Mutex, Ordering};
 use crate::sched::Sched;
 use crate::stats::bump_shared;
 use std::sync::Arc;
+use crate::time::clock::instant_after;
 use std::time::{Duration, Instant};
 
 /// A poll longer than this, with work queued behind it, gets its P marked
@@ -99,18 +100,18 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
     let mut delay = MIN_SLEEP;
     let mut last_trace = Instant::now();
     // Pool hook: when the next pool cycle is due, and cycles done while idle.
-    let mut pool_next = Instant::now() + sched.pool_cycle;
+    let mut pool_next = instant_after(Instant::now(), sched.pool_cycle);
     let mut idle_pool_cycles = 0u32;
     loop {
         if sched.is_shutdown() {
             return;
         }
-        let trace_due = mon.schedtrace.map(|iv| last_trace + iv);
+        let trace_due = mon.schedtrace.map(|iv| instant_after(last_trace, iv));
         let pool_due = if idle_pool_cycles < 2 && crate::sync::pool::any_values() {
             Some(pool_next)
         } else {
             // Nothing to cycle: the first values get a whole interval.
-            pool_next = Instant::now() + sched.pool_cycle;
+            pool_next = instant_after(Instant::now(), sched.pool_cycle);
             None
         };
         let wake_at = match (trace_due, pool_due) {

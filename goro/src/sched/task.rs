@@ -9,6 +9,17 @@
 //!
 //! * catches a panic in the future so it surfaces as [`JoinError`] and the
 //!   worker thread keeps running (a panic never takes a P down with it);
+//! * drops the future itself, under `catch_unwind`, as soon as it completes
+//!   and when the task is dropped unfinished (abort, shutdown), and hands
+//!   async-task an output ([`TaskOutput`]) whose `Drop` catches too. Without
+//!   this, a panicking `Drop` of something a future owns (a value parked in
+//!   a channel send, a guard) or of a detached task's output ran inside
+//!   async-task's `run`, outside any catch: the panic unwound through the
+//!   scheduler loop and the process aborted ("panic in a destructor during
+//!   cleanup"), and async-task drops outputs under `abort_on_panic` anyway.
+//!   Such a panic is reported by the panic hook like any other; a completed
+//!   task whose future panicked while being dropped reports
+//!   [`JoinError::Panic`] (as tokio does), an aborted one `Cancelled`;
 //! * the first time the task parks (returns `Pending`), records its waker in
 //!   the scheduler's [`Registry`], so that dropping the runtime can wake every
 //!   parked task and have its future dropped. Tasks that never park (the
@@ -21,6 +32,7 @@
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -54,7 +66,8 @@ where
     S: Fn(Runnable, async_task::ScheduleInfo) + Send + Sync + 'static,
 {
     let wrapped = TaskFuture {
-        future,
+        future: ManuallyDrop::new(future),
+        live: true,
         registered: None,
     };
     let (runnable, task) =
@@ -64,45 +77,110 @@ where
 
 /// The spawned future plus panic capture and registry bookkeeping.
 struct TaskFuture<F> {
-    future: F,
+    /// Dropped by us (see [`TaskFuture::drop_future`]), never by drop glue.
+    future: ManuallyDrop<F>,
+    /// Whether `future` has not been dropped yet.
+    live: bool,
     /// The registry key and the runtime holding it, once this task has
     /// parked. Taken lazily from the polling thread so that a task that
     /// never parks costs no reference count.
     registered: Option<(usize, Arc<Sched>)>,
 }
 
+impl<F> TaskFuture<F> {
+    /// Drops the future in place (once), catching a panic in its `Drop` so
+    /// that it never unwinds into the scheduler; returns the panic.
+    fn drop_future(&mut self) -> Result<(), Box<dyn Any + Send + 'static>> {
+        if !std::mem::replace(&mut self.live, false) {
+            return Ok(());
+        }
+        // SAFETY: `live` was true, so the future has not been dropped, and
+        // it is never touched again. Dropping a pinned value in place keeps
+        // the pinning guarantee (it is not moved before its `Drop`).
+        catch_unwind(AssertUnwindSafe(|| unsafe {
+            ManuallyDrop::drop(&mut self.future)
+        }))
+    }
+}
+
 // The wrapper never moves `future` once pinned; it only reads the other
 // fields, which are Unpin.
 impl<F: Future> Future for TaskFuture<F> {
-    type Output = Result<F::Output, JoinError>;
+    type Output = TaskOutput<F::Output>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: we never move `future` out of the pinned struct, and the
         // other fields are not structurally pinned.
         let this = unsafe { self.get_unchecked_mut() };
-        // SAFETY: `this.future` lives inside the pinned `TaskFuture`.
-        let fut = unsafe { Pin::new_unchecked(&mut this.future) };
-        match catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+        debug_assert!(this.live, "a task polled after completion");
+        // SAFETY: `this.future` lives inside the pinned `TaskFuture` and is
+        // live (async-task never polls a completed task).
+        let fut = unsafe { Pin::new_unchecked(&mut *this.future) };
+        let out = match catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
             Ok(Poll::Pending) => {
                 if this.registered.is_none() {
                     if let Some(sched) = crate::sched::machine::current_sched() {
                         this.registered = Some((sched.registry.register(cx.waker()), sched));
                     }
                 }
-                Poll::Pending
+                return Poll::Pending;
             }
-            Err(panic) => Poll::Ready(Err(JoinError::Panic(panic))),
-        }
+            Ok(Poll::Ready(v)) => match this.drop_future() {
+                Ok(()) => Ok(v),
+                Err(panic) => {
+                    drop_quietly(v);
+                    Err(JoinError::Panic(panic))
+                }
+            },
+            Err(panic) => {
+                // A second panic, from the unwound future's `Drop`, was
+                // reported by the hook; the first one is the task's.
+                if let Err(second) = this.drop_future() {
+                    drop_quietly(second);
+                }
+                Err(JoinError::Panic(panic))
+            }
+        };
+        Poll::Ready(TaskOutput(Some(out)))
     }
 }
 
 impl<F> Drop for TaskFuture<F> {
     fn drop(&mut self) {
+        // Aborted or shut down: a panic here is reported by the hook and
+        // goes no further (the JoinHandle says Cancelled).
+        if let Err(panic) = self.drop_future() {
+            drop_quietly(panic);
+        }
         if let Some((key, sched)) = self.registered.take() {
             sched.registry.unregister(key);
         }
     }
+}
+
+/// A task's result as async-task stores it. Dropping it (a detached task's
+/// output, an aborted finished task's) catches a panic in the value's
+/// `Drop`: async-task drops outputs under `abort_on_panic`, which would
+/// take the whole process down. The hook has reported the panic.
+pub(crate) struct TaskOutput<T>(Option<Result<T, JoinError>>);
+
+impl<T> TaskOutput<T> {
+    fn into_inner(mut self) -> Result<T, JoinError> {
+        self.0.take().expect("a task output is taken once")
+    }
+}
+
+impl<T> Drop for TaskOutput<T> {
+    fn drop(&mut self) {
+        if let Some(v) = self.0.take() {
+            drop_quietly(v);
+        }
+    }
+}
+
+/// Drops `v`, catching a panic in its `Drop` (the hook has reported it).
+fn drop_quietly<T>(v: T) {
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(v)));
 }
 
 /// Parked tasks' wakers, so shutdown can reach every unfinished future.
@@ -161,7 +239,9 @@ impl Registry {
 ///
 /// Awaiting it yields the task's output, or a [`JoinError`] if the task
 /// panicked or was aborted. Dropping it *detaches* the task: it keeps
-/// running and its output is dropped.
+/// running and its output is dropped. Polling it again after it returned
+/// the result panics (as tokio's does); after `abort` it answers
+/// `Cancelled` every time.
 ///
 /// ```
 /// let rt = goro::Runtime::builder().procs(2).build().unwrap();
@@ -175,19 +255,23 @@ pub struct JoinHandle<T> {
     /// `None` once the output was taken or the task aborted. A lock rather
     /// than a cell because `abort` takes `&self` and the handle is `Sync`;
     /// it is uncontended in practice (one owner polls it).
-    task: std::sync::Mutex<Option<async_task::FallibleTask<Result<T, JoinError>>>>,
+    task: std::sync::Mutex<Option<async_task::FallibleTask<TaskOutput<T>>>>,
+    /// Set when a poll returned the task's result: polling again is a bug
+    /// in the caller, reported as such (not as a cancelled task).
+    returned: std::sync::atomic::AtomicBool,
 }
 
 impl<T> JoinHandle<T> {
-    fn new(task: async_task::Task<Result<T, JoinError>>) -> JoinHandle<T> {
+    fn new(task: async_task::Task<TaskOutput<T>>) -> JoinHandle<T> {
         JoinHandle {
             task: std::sync::Mutex::new(Some(task.fallible())),
+            returned: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     fn slot(
         &self,
-    ) -> std::sync::MutexGuard<'_, Option<async_task::FallibleTask<Result<T, JoinError>>>> {
+    ) -> std::sync::MutexGuard<'_, Option<async_task::FallibleTask<TaskOutput<T>>>> {
         self.task.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -231,14 +315,25 @@ impl<T> Future for JoinHandle<T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut slot = self.slot();
         let Some(task) = slot.as_mut() else {
-            return Poll::Ready(Err(JoinError::Cancelled));
+            drop(slot);
+            // Relaxed: set by an earlier poll of this handle, which the
+            // caller's `&mut` access orders before this one.
+            if self.returned.load(std::sync::atomic::Ordering::Relaxed) {
+                panic!(
+                    "goro: JoinHandle polled after it returned the task's result \
+                     (a future must not be polled after completion; keep the result instead)"
+                );
+            }
+            return Poll::Ready(Err(JoinError::Cancelled)); // aborted
         };
         match Pin::new(task).poll(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(out) => {
                 *slot = None;
+                self.returned
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 // `None`: the task was cancelled (runtime shut down).
-                Poll::Ready(out.unwrap_or(Err(JoinError::Cancelled)))
+                Poll::Ready(out.map_or(Err(JoinError::Cancelled), TaskOutput::into_inner))
             }
         }
     }

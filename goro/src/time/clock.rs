@@ -42,6 +42,15 @@ pub(crate) fn when_after(d: Duration) -> u64 {
     }
 }
 
+/// `t + d`, or for a sum too large for `Instant`, an instant centuries
+/// away ("never"): `Instant + Duration` panics on overflow, and a huge
+/// interval from the user (`Builder::pool_cycle`, `GORO_SCHEDTRACE`)
+/// must not kill the thread that computes it.
+pub(crate) fn instant_after(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d)
+        .unwrap_or_else(|| instant_of(NEVER).max(t))
+}
+
 /// The instant of clock value `when`.
 pub(crate) fn instant_of(when: u64) -> Instant {
     epoch() + Duration::from_nanos(when)
