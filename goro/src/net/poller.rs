@@ -238,14 +238,21 @@ impl Driver {
     }
 
     /// Blocks in the epoll for at most `timeout` (`None`: no limit) and
-    /// appends the readied wakers to `out`. Only the timer sleeper calls it.
+    /// appends the readied wakers to `out`. Only the timer sleeper calls it;
+    /// it does not wait if `handed` says, once the lock is held, that the
+    /// sleeper has been handed something (`park.rs`: a non-blocking poll
+    /// on another M may have taken the break meant for it).
     pub(crate) fn poll_blocking(
         &self,
         timeout: Option<Duration>,
         counter: &AtomicU64,
         out: &mut Vec<Waker>,
+        handed: &dyn Fn() -> bool,
     ) {
         let mut st = self.poll.lock().unwrap_or_else(|e| e.into_inner());
+        if handed() {
+            return;
+        }
         counter.fetch_add(1, Ordering::Relaxed);
         self.poll_locked(&mut st, timeout, out);
     }
@@ -421,8 +428,8 @@ impl Machine {
         match sched.poller.active() {
             Some(d) => {
                 let ready = &mut self.ready;
-                parker.park_polling(d.clone(), || {
-                    d.poll_blocking(timeout, &sched.counters.netpolls, ready)
+                parker.park_polling(d.clone(), |handed| {
+                    d.poll_blocking(timeout, &sched.counters.netpolls, ready, handed)
                 })
             }
             None => parker.park(timeout),

@@ -16,6 +16,17 @@
 //! the poller it sleeps in, under the slot lock, and `unpark` breaks that
 //! wait through the poller's eventfd instead of the condition variable: the
 //! handoff protocol is the same, only the doorbell differs.
+//!
+//! One difference: a doorbell can be answered by the wrong thread. The
+//! eventfd's event goes to whichever thread polls the epoll next, and
+//! another M's non-blocking poll may take it in the moment between the
+//! sleeper publishing itself and the sleeper taking the poll lock; the
+//! sleeper would then wait in `epoll_wait` for a wake that already came
+//! (until its timeout: forever with no timers, which hung runtime drops).
+//! So the sleeper looks at its slot again *after* taking the poll lock
+//! (`park_polling`'s `handed`): a break rung before that point left its
+//! handoff in the slot, and one rung after it reaches the epoll while the
+//! sleeper holds the lock, so only the sleeper can take it.
 
 use crate::loom::{Condvar, Mutex};
 use std::sync::Arc;
@@ -84,10 +95,14 @@ impl Parker {
     /// Sleeps in the poller `d`: runs `poll` (a blocking `epoll_wait`) unless
     /// a handoff is already here; returns the handoff, if any came. An
     /// `unpark` while `poll` runs breaks it.
+    ///
+    /// `poll` gets `handed`, which says whether a handoff has arrived; it
+    /// must call it after taking the poller's lock and not wait if it says
+    /// yes (module docs: the break may have been taken by another poller).
     pub(crate) fn park_polling(
         &self,
         d: Arc<dyn PollBreak>,
-        poll: impl FnOnce(),
+        poll: impl FnOnce(&dyn Fn() -> bool),
     ) -> Option<Handoff> {
         {
             let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
@@ -98,7 +113,10 @@ impl Parker {
             // poll, one before it left its handoff for the check above.
             slot.polling = Some(d);
         }
-        poll();
+        poll(&|| {
+            let slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+            slot.handoff.is_some()
+        });
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         slot.polling = None;
         slot.handoff.take()
@@ -136,12 +154,16 @@ mod loom_tests {
     //! The handoff to an M asleep in the poller: an `unpark` racing the M's
     //! way into `epoll_wait` either leaves its handoff for the check before
     //! the wait or breaks the wait; it is never lost (loom reports the
-    //! deadlock if it is). The epoll is a model: a flag and a condvar.
+    //! deadlock if it is), even when another M's non-blocking poll takes
+    //! the break. The epoll is a model: a lock (the poller's), a flag (the
+    //! eventfd's pending event) and a condvar.
     use super::*;
     use crate::loom::thread;
 
     #[derive(Default)]
     struct ModelPoller {
+        /// The poller's lock: held by whoever polls.
+        lock: Mutex<()>,
         rang: Mutex<bool>,
         cv: Condvar,
     }
@@ -154,13 +176,26 @@ mod loom_tests {
     }
 
     impl ModelPoller {
-        /// `epoll_wait` with no timeout and no sockets: returns when woken.
-        fn wait(&self) {
+        /// The sleeper's blocking poll (`poll_blocking`): takes the lock,
+        /// asks `handed`, then waits until woken.
+        fn wait(&self, handed: &dyn Fn() -> bool) {
+            let _polling = self.lock.lock().unwrap();
+            if handed() {
+                return;
+            }
             let mut rang = self.rang.lock().unwrap();
             while !*rang {
                 rang = self.cv.wait(rang).unwrap();
             }
             *rang = false;
+        }
+
+        /// Another M's non-blocking poll (`poll_if_due`): if the lock is
+        /// free, takes whatever event is pending, the break included.
+        fn poll_now(&self) {
+            if let Ok(_polling) = self.lock.try_lock() {
+                *self.rang.lock().unwrap() = false;
+            }
         }
     }
 
@@ -176,12 +211,15 @@ mod loom_tests {
                     spinning: false,
                 })
             });
+            let p3 = poller.clone();
+            let other_m = thread::spawn(move || p3.poll_now());
             let mut got = None;
             while got.is_none() {
                 let d: Arc<dyn PollBreak> = poller.clone();
-                got = parker.park_polling(d, || poller.wait());
+                got = parker.park_polling(d, |handed| poller.wait(handed));
             }
             waker.join().unwrap();
+            other_m.join().unwrap();
             assert_eq!(
                 got,
                 Some(Handoff::P {
