@@ -1,4 +1,5 @@
-//! loom models of the run queue and of the spinning/parking protocol.
+//! loom models of the run queue (ring, overflow, `runnext` steal), of the
+//! spinning/parking protocol, and of the idle and timer masks.
 //!
 //! Run with:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p goro --lib --release loom_`
@@ -290,6 +291,62 @@ fn loom_idle_mask_never_hides_a_busy_p_with_work() {
                         .iter()
                         .any(|h| matches!(h, Handoff::P { spinning: true, .. }))),
             "task stranded on P{p:?}: found={found} queued={queued} started={started:?}"
+        );
+    });
+}
+
+/// A runtime of `procs` Ps with every P taken by a (model) M, through the
+/// real idle transitions: `init_idle` sets every P's idle-mask bit and
+/// `acquire_idle_p` clears it again (and sets its timer-mask bit).
+fn all_ps_busy(procs: usize) -> Arc<Sched> {
+    let sched = model_sched(procs);
+    sched.init_idle();
+    for _ in 0..procs {
+        let p = sched.acquire_idle_p().expect("an idle P");
+        assert!(!sched.idle.is_idle(p), "a taken P is not marked idle");
+    }
+    sched
+}
+
+/// The timer mask never hides an idle P's timers: P1's M gives P1 up with
+/// an empty heap while a thread outside the runtime arms a timer that lands
+/// on P1 (round-robin placement). Thieves on their last pass run the due
+/// timers only of Ps whose timer bit is set, and the timer sleeper, woken
+/// at the deadline, takes *some* idle P (the top of the idle stack), so an
+/// idle P with timers and no bit may never have them run. Once both are
+/// done, an idle P with timers must have its bit set.
+///
+/// This model found a real bug (fixed in `Idle::pidleput` and
+/// `Sched::push_on`): the P's M read the heap as empty, the armer pushed
+/// and then saw the P not yet idle so set no bit, and the bit ended clear.
+/// Planted bugs, each caught ("timers hidden"): (a) `push_on` setting the
+/// bit only when the P looks idle (the original code); (b) `pidleput`
+/// reading the heap before clearing the bit; (c) the clear and the set both
+/// `Relaxed` (the clear no longer sees the push that preceded the set).
+#[test]
+fn loom_timer_mask_never_hides_an_idle_ps_timers() {
+    use crate::time::timer::{Action, Callback};
+    loom::model(|| {
+        let sched = all_ps_busy(2);
+        // The next round-robin pick (for a thread without a P) is P1.
+        sched.timer_rr.store(1, crate::loom::Ordering::Relaxed);
+        let s = sched.clone();
+        let armer = thread::spawn(move || {
+            // No P on this thread: `arm_queue` picks P1.
+            drop(s.start_timer(Action::Wake(None), Callback::None, 1));
+        });
+        {
+            let mut lists = sched.idle.lock();
+            sched.pidleput(&mut lists, 1);
+        }
+        armer.join().unwrap();
+        let idle = sched.idle.is_idle(1);
+        let timers = sched.ps[1].timers.len();
+        let bit = sched.idle.has_timer_bit(1);
+        sched.drain_timers();
+        assert!(
+            !idle || timers == 0 || bit,
+            "timers hidden: P1 idle={idle} with {timers} timers and timer bit={bit}"
         );
     });
 }
