@@ -107,7 +107,9 @@ pub(crate) struct Driver {
     poll: Mutex<PollState>,
     registry: mio::Registry,
     waker: mio::Waker,
-    slots: Mutex<Slots>,
+    /// Through the loom facade: the slot protocol (generations, close,
+    /// reuse) is model-checked with this lock (`loom_poller_*`).
+    slots: crate::loom::Mutex<Slots>,
     /// Registered sockets; nobody polls while it is zero.
     registered: AtomicUsize,
     /// Timer clock at the last poll's return (rate limit).
@@ -147,6 +149,17 @@ impl Slots {
         match self.entries.get(idx) {
             Some((g, Some(io))) if *g == gen => Some(io),
             _ => None,
+        }
+    }
+
+    /// Event delivery for `token`: marks its socket's record `ready` and
+    /// appends the wakers to `out`, unless the socket is gone (a stale
+    /// event, fetched before its close, for a slot maybe reused since).
+    /// Called with the slot lock held, so a close cannot slip between the
+    /// lookup and the delivery.
+    pub(crate) fn deliver(&self, token: usize, ready: u8, out: &mut Vec<Waker>) {
+        if let Some(io) = self.get(token) {
+            io.set_ready(ready, out);
         }
     }
 
@@ -231,7 +244,7 @@ impl Driver {
             }),
             registry,
             waker,
-            slots: Mutex::new(Slots::default()),
+            slots: crate::loom::Mutex::new(Slots::default()),
             registered: AtomicUsize::new(0),
             last_poll: AtomicU64::new(0),
         }))
@@ -277,9 +290,6 @@ impl Driver {
             if ev.token() == WAKE_TOKEN {
                 continue;
             }
-            let Some(io) = slots.get(ev.token().0) else {
-                continue; // the socket closed since: a stale event
-            };
             let mut ready = 0;
             if ev.is_readable() {
                 ready |= READ;
@@ -294,7 +304,7 @@ impl Driver {
                 ready |= WRITE | WRITE_CLOSED;
             }
             if ready != 0 {
-                io.set_ready(ready, out);
+                slots.deliver(ev.token().0, ready, out);
             }
         }
     }
@@ -364,19 +374,32 @@ impl Registration {
     /// ignored, waiters woken, deadline timers stopped.
     pub(crate) fn deregister<S: Source>(&mut self, source: &mut S) {
         let _ = self.driver.registry.deregister(source);
-        self.driver
-            .slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(self.token);
-        self.driver.registered.fetch_sub(1, Ordering::Relaxed);
         let mut out = Vec::new();
-        let timers = self.io.close(&mut out);
+        let timers = close_slot(&self.driver.slots, self.token, &self.io, &mut out);
+        self.driver.registered.fetch_sub(1, Ordering::Relaxed);
         wake_all(&mut out);
         for t in timers.into_iter().flatten() {
             crate::sched::timers::arm_timer(&t, 0, 0);
         }
     }
+}
+
+/// Closes the socket of `token` (record `io`): frees its slot first, so
+/// that an event still in flight for it finds nothing and a socket that
+/// reuses the slot gets a new generation, then closes the record (its
+/// waiters, appended to `out`, find it ready and see the close). Returns
+/// its deadline timers, for the caller to stop.
+fn close_slot(
+    slots: &crate::loom::Mutex<Slots>,
+    token: usize,
+    io: &ScheduledIo,
+    out: &mut Vec<Waker>,
+) -> [Option<Arc<crate::time::timer::TimerInner>>; 2] {
+    slots
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(token);
+    io.close(out)
 }
 
 impl Sched {
@@ -509,5 +532,101 @@ mod tests {
         assert!(s.get(b).is_some());
         s.remove(a); // a stale remove must not free the new socket's slot
         assert!(s.get(b).is_some());
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    //! loom model of the slot table's protocol (registration, close, slot
+    //! reuse, event delivery), with epoll replaced by the tokens it would
+    //! report. `RUSTFLAGS="--cfg loom" cargo test -p goro --lib --release loom_poller`
+    use super::*;
+    use crate::loom::{thread, AtomicBool, Mutex};
+    use crate::net::scheduled_io::Direction;
+    use std::task::{Context, Poll, Wake};
+
+    /// A waker that records that it was woken.
+    struct Flag(AtomicBool);
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    fn flag() -> (Arc<Flag>, Waker) {
+        let f = Arc::new(Flag(AtomicBool::new(false)));
+        let w = Waker::from(f.clone());
+        (f, w)
+    }
+
+    fn woken(f: &Flag) -> bool {
+        f.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A registered socket whose task has used up the initial readiness
+    /// and waits for reading.
+    fn waiting_socket(slots: &Mutex<Slots>, w: &Waker) -> (Arc<ScheduledIo>, usize, Poll<()>) {
+        let io = Arc::new(ScheduledIo::new());
+        let token = slots.lock().unwrap().insert(io.clone());
+        io.clear_ready(Direction::Read, 0);
+        let r = io
+            .poll_ready(&mut Context::from_waker(w), Direction::Read)
+            .map(|r| {
+                r.expect("no deadline");
+            });
+        (io, token, r)
+    }
+
+    /// Socket A waits for reading; an event for it, fetched by a poll just
+    /// before A closed, is delivered while A closes and socket B registers
+    /// (racing the close: B gets a fresh slot or A's freed one) and waits.
+    /// The stale event never reaches B: B is neither made ready nor woken.
+    /// A's waiter is woken (by the event or by the close), and an event
+    /// for B's own token reaches B.
+    ///
+    /// Planted bugs, caught: `Slots::remove` not bumping the generation
+    /// (A's token then names B's reused slot: "B got A's event"); and
+    /// `Slots::insert` returning the bare slot index without the generation
+    /// (B's own events are dropped: "B missed its own event").
+    #[test]
+    fn loom_poller_stale_event_never_reaches_the_slots_next_socket() {
+        loom::model(|| {
+            let slots = Arc::new(Mutex::new(Slots::default()));
+            let (fa, wa) = flag();
+            let (a, ta, ra) = waiting_socket(&slots, &wa);
+            assert!(ra.is_pending(), "A drained its readiness");
+            let s = slots.clone();
+            let poller = thread::spawn(move || {
+                let mut out = Vec::new();
+                s.lock().unwrap().deliver(ta, READ, &mut out);
+                wake_all(&mut out);
+            });
+            let (s, a2) = (slots.clone(), a.clone());
+            let closer = thread::spawn(move || {
+                let mut out = Vec::new();
+                let timers = close_slot(&s, ta, &a2, &mut out);
+                assert!(timers.iter().all(Option::is_none), "no deadlines set");
+                wake_all(&mut out);
+            });
+            let (fb, wb) = flag();
+            let (b, tb, rb) = waiting_socket(&slots, &wb);
+            poller.join().unwrap();
+            closer.join().unwrap();
+            assert!(
+                rb.is_pending(),
+                "B got A's event: ready before any of its own"
+            );
+            assert!(!woken(&fb), "B got A's event: woken");
+            assert!(
+                b.poll_ready(&mut Context::from_waker(&wb), Direction::Read)
+                    .is_pending(),
+                "B got A's event: ready"
+            );
+            assert!(woken(&fa), "A's waiter was stranded");
+            let mut out = Vec::new();
+            slots.lock().unwrap().deliver(tb, READ, &mut out);
+            wake_all(&mut out);
+            assert!(woken(&fb), "B missed its own event");
+        });
     }
 }

@@ -55,10 +55,10 @@ pub(crate) struct Idle {
     /// Bit i set while P i is idle.
     mask: Box<[AtomicU64]>,
     /// Bit i set while P i may have timers (Go's `timerpMask`): set when
-    /// the P is taken or a timer is armed on it while idle, cleared when it
-    /// goes idle with an empty heap. Thieves on their last pass run the due
-    /// timers of these Ps, busy ones included, so a timer armed by a task
-    /// that keeps its P busy still fires on time.
+    /// the P is taken or a timer is armed on it by a thread that does not
+    /// hold it, cleared when it goes idle with an empty heap. Thieves on
+    /// their last pass run the due timers of these Ps, busy ones included,
+    /// so a timer armed by a task that keeps its P busy still fires on time.
     timer_mask: Box<[AtomicU64]>,
 }
 
@@ -80,13 +80,28 @@ impl Idle {
         self.lists.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Puts P `p` on the idle list. Caller holds the lock.
-    pub(crate) fn pidleput(&self, lists: &mut IdleLists, p: usize, has_timers: bool) {
+    /// Puts P `p` on the idle list; `has_timers` reads whether its heap
+    /// holds entries. Caller holds the lock.
+    pub(crate) fn pidleput(
+        &self,
+        lists: &mut IdleLists,
+        p: usize,
+        has_timers: impl FnOnce() -> bool,
+    ) {
         lists.ps.push(p);
-        if has_timers {
+        // Clear the timer bit first, *then* look at the heap, and set it
+        // again if the heap is not empty. A thread without a P may push a
+        // timer onto this P's heap at any moment (`Sched::arm_queue`'s
+        // round-robin) and then sets the bit (Release) unconditionally:
+        // either its set comes after our clear and survives, or our clear
+        // reads from it (Acquire), so the heap read below sees its push.
+        // Reading the heap before clearing (as first written) let a push
+        // land between the two and lose its bit: an idle P with timers
+        // that thieves skip and the timer sleeper cannot reach (loom
+        // model `loom_timer_mask_never_hides_an_idle_ps_timers`).
+        self.timer_mask[p / 64].fetch_and(!(1 << (p % 64)), Ordering::Acquire);
+        if has_timers() {
             self.set_timer_bit(p);
-        } else {
-            self.timer_mask[p / 64].fetch_and(!(1 << (p % 64)), Ordering::Relaxed);
         }
         // Relaxed: the mask is a hint for thieves; the SeqCst npidle store
         // below is what the wake protocol relies on.
@@ -120,8 +135,9 @@ impl Idle {
     /// Marks P `p` as maybe holding timers (it was taken, a timer was armed
     /// on it from outside, or it went idle with timers).
     pub(crate) fn set_timer_bit(&self, p: usize) {
-        // Relaxed: a hint; the sleeper computes deadlines from the heaps.
-        self.timer_mask[p / 64].fetch_or(1 << (p % 64), Ordering::Relaxed);
+        // Release: pairs with the Acquire clear in `pidleput`, which then
+        // sees the heap push made before this set (see there).
+        self.timer_mask[p / 64].fetch_or(1 << (p % 64), Ordering::Release);
     }
 
     pub(crate) fn has_timer_bit(&self, p: usize) -> bool {

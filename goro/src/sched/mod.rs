@@ -341,7 +341,7 @@ impl Sched {
     /// Puts P `p` on the idle list (caller holds the lock), marking it in
     /// the timer mask if it has timers.
     pub(crate) fn pidleput(&self, lists: &mut idle::IdleLists, p: usize) {
-        self.idle.pidleput(lists, p, self.ps[p].timers.len() > 0);
+        self.idle.pidleput(lists, p, || self.ps[p].timers.len() > 0);
     }
 
     pub(crate) fn stats(&self) -> Stats {

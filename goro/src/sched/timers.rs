@@ -72,15 +72,20 @@ impl Sched {
 
     /// The queue a timer armed by this thread goes to: the global one, the
     /// current P's, or (from a thread without a P) any P's, round-robin;
-    /// with the P, if any.
+    /// in the last case with that P, which may be idle or going idle: the
+    /// caller sets its timer-mask bit after the push (`push_on`).
     pub(crate) fn arm_queue(&self) -> (&Arc<TimerQueue>, Option<usize>) {
         match self.policy.timers {
             TimerPlacement::Global => (&self.global_timers, None),
-            TimerPlacement::PerP => {
-                let p = current_p(self)
-                    .unwrap_or_else(|| self.timer_rr.fetch_add(1, Ordering::Relaxed) % self.procs);
-                (&self.ps[p].timers, Some(p))
-            }
+            TimerPlacement::PerP => match current_p(self) {
+                // Our own P: its bit stays set while we hold it (`pidleget`
+                // sets it, only our own `pidleput` clears it).
+                Some(p) => (&self.ps[p].timers, None),
+                None => {
+                    let p = self.timer_rr.fetch_add(1, Ordering::Relaxed) % self.procs;
+                    (&self.ps[p].timers, Some(p))
+                }
+            },
         }
     }
 
@@ -126,13 +131,20 @@ impl Sched {
         self.push_on(q, p, t);
     }
 
-    fn push_on(&self, q: &Arc<TimerQueue>, p: Option<usize>, t: &Arc<TimerInner>) {
-        if let Some(when) = push(q, t) {
-            if let Some(p) = p {
-                if self.idle.is_idle(p) {
-                    self.idle.set_timer_bit(p);
-                }
-            }
+    /// Pushes `t` on `q`; `foreign` is the P owning `q` if the caller does
+    /// not hold it.
+    fn push_on(&self, q: &Arc<TimerQueue>, foreign: Option<usize>, t: &Arc<TimerInner>) {
+        let new_head = push(q, t);
+        if let Some(p) = foreign {
+            // After the push, whatever it did, and without first looking
+            // at the idle bit: the P's M may be reading the heap as empty
+            // on its way to the idle list right now, and only a set that
+            // follows the push pairs with its clear-then-read (see
+            // `Idle::pidleput`). Setting it only when the P looked idle
+            // (as first written) lost the bit in that race.
+            self.idle.set_timer_bit(p);
+        }
+        if let Some(when) = new_head {
             self.timer_added(when);
         }
     }
