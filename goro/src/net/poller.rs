@@ -7,12 +7,13 @@
 //! its readiness record (`scheduled_io.rs`) holds the tasks waiting on it.
 //! Nobody owns the epoll: the scheduler's threads poll it as Go's do.
 //!
-//! * **Non-blocking, from find-runnable** (step 6 in `find.rs`): an M
-//!   holding a P whose local and global queues are empty, and that found
-//!   nothing to steal (queued work goes before new readiness; `find.rs`
-//!   says why), polls with a zero timeout and runs what it readied (the
-//!   wakes land at the tail of its own P's queue, see below). The poll is skipped when
-//!   nothing is registered (a runtime without sockets pays one atomic
+//! * **Non-blocking, from find-runnable** (steps 2 and 6 in `find.rs`):
+//!   an M holding a P whose local and global queues are empty, and that
+//!   found nothing to steal (queued work goes before new readiness), and
+//!   also every 61st slice while the queue has work (a shorter tail;
+//!   `find.rs` says why for both), polls with a zero timeout; the wakes
+//!   land at the tail of its own P's queue (see below). The poll is
+//!   skipped when nothing is registered (a runtime without sockets pays one atomic
 //!   load), when the last poll was less than [`MIN_POLL_GAP`] ago (so Ms
 //!   spinning for work do not turn into an `epoll_wait` storm), and when
 //!   another thread is inside the epoll (its lock is taken: a blocked M
@@ -426,8 +427,11 @@ impl Machine {
     /// Find-runnable's step 6: a non-blocking poll, if due. Returns a task it
     /// readied onto this P, if any.
     pub(crate) fn netpoll(&mut self) -> Option<Runnable> {
-        let sched = self.sched.clone();
-        let p = &sched.ps[self.p()];
+        let pid = self.p();
+        // Fields, not methods: `sched` and `ready` are borrowed apart (no
+        // reference-count traffic on the shared `Arc` for every poll).
+        let sched = &*self.sched;
+        let p = &sched.ps[pid];
         if !sched
             .poller
             .poll_if_due(MIN_POLL_GAP, &p.counters.netpolls, &mut self.ready)
@@ -438,7 +442,7 @@ impl Machine {
             return None;
         }
         bump(&p.counters.netpoll_ready, self.ready.len() as u64);
-        wake_batch(&sched, &mut self.ready);
+        wake_batch(sched, &mut self.ready);
         p.runq.get(false).map(|(t, _)| t)
     }
 
