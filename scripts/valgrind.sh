@@ -45,10 +45,6 @@ SKIPS=(
     # native code, missed under memcheck's 20-50x slowdown.
     "net_server slow_loris_clients_are_cut_by_the_read_deadline_while_normal_clients_are_served (2 s answer bound)"
     "net_hyper header_read_timeout_cuts_1000_slow_loris_heads_while_hyper_clients_are_served (2 s answer bound)"
-    # Drains a 1 ms ticker with try_recv and expects exactly one tick: under
-    # memcheck two try_recv calls are more than 1 ms apart, so a second
-    # tick is due in between.
-    "time_timers ticker_drops_ticks_for_a_slow_reader (1 ms ticker vs. memcheck's speed)"
 )
 
 # Tests that panic on purpose would have std symbolise a backtrace under
