@@ -350,3 +350,213 @@ fn loom_timer_mask_never_hides_an_idle_ps_timers() {
         );
     });
 }
+
+// ---------------------------------------------------------------------------
+// The timer sleeper hand-off (`Sched::timer_added` against
+// `Sched::become_timer_sleeper`, see `timers.rs`).
+//
+// The invariant: a timer armed while an M is on its way to sleep as the
+// timer sleeper (or while no M is the sleeper) always has a thread that
+// will wake by its deadline: the sleeper's own deadline is no later (its
+// re-read of the heaps saw the timer), or the armer saw the sleeper's
+// deadline and broke its sleep (`Handoff::Recheck`), or an M going idle saw
+// both and broke it, or a `wakep` started an M (which re-reads every heap
+// before it parks again).
+//
+// The deadlines live on a virtual clock far beyond the real one, so no M's
+// own timer run (`check_own_timers`, a thief's last pass) ever finds them
+// due and runs them out from under the sleeper; only the model's sleeper
+// compares its deadline with `SOON`. A sleeper whose deadline is later
+// than the armed timer sleeps until something breaks its sleep (under loom
+// a timed wait is untimed anyway, see `park.rs`); if nothing does, loom
+// reports the deadlock: that is the failure these models look for.
+// ---------------------------------------------------------------------------
+
+use crate::time::timer::{push, Action, Callback, TimerInner, TimerQueue, NEVER};
+
+/// The timer armed during the model (and, in the first model, the deadline
+/// the sleeper slept until before it).
+const SOON: u64 = 1 << 60;
+/// The sleeper's deadline without the new timer.
+const LATER: u64 = 1 << 61;
+
+/// Puts a timer for `when` on `q` (set-up, before any model thread runs).
+fn timer_on(q: &Arc<TimerQueue>, when: u64) {
+    let t = TimerInner::new_at(Action::Wake(None), Callback::None, q.clone(), when);
+    assert!(push(q, &t).is_some() || q.next_when() <= when);
+}
+
+/// How one M's turn at `park_as_timer_sleeper` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slept {
+    /// Another M was the sleeper: this one checked that one's deadline
+    /// against the heaps and would park on the idle M list.
+    NotSleeper,
+    /// Slept until this deadline, no later than `SOON`: it wakes for the
+    /// timer on its own.
+    Covers(u64),
+    /// Slept towards this deadline, later than `SOON`, and was woken.
+    Woken(Handoff, u64),
+}
+
+/// `Machine::park_as_timer_sleeper` on the model's clock: the real
+/// hand-off and the real wake-up, around a sleep that ends by itself only
+/// if its deadline is no later than `SOON`.
+fn sleep_as_timer_sleeper(sched: &Sched, parker: &Arc<Parker>) -> Slept {
+    let Some(until) = sched.become_timer_sleeper(parker) else {
+        return Slept::NotSleeper;
+    };
+    let slept = if until <= SOON {
+        Slept::Covers(until)
+    } else {
+        let h = parker.park(None).expect("an untimed park returns a handoff");
+        Slept::Woken(h, until)
+    };
+    sched.end_timer_sleep();
+    slept
+}
+
+/// Whether a `wakep` started an M (under loom, `spawn_m` records it).
+fn an_m_was_started(sched: &Sched) -> bool {
+    sched
+        .loom_started
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|h| matches!(h, Handoff::P { .. }))
+}
+
+/// Checks the end state of a timer-sleeper model: every turn ended in a
+/// way the invariant allows, the timer is covered, and nobody is left
+/// published as the sleeper. `started`: a `wakep` started an M, after
+/// which the model ended any long sleep with `Handoff::Exit`.
+fn timer_is_covered(sched: &Sched, turns: &[Slept], started: bool) {
+    for t in turns {
+        match *t {
+            Slept::NotSleeper | Slept::Covers(_) | Slept::Woken(Handoff::Recheck, _) => {}
+            Slept::Woken(Handoff::Exit, _) if started => {}
+            other => panic!("unexpected end of a sleep: {other:?} (turns {turns:?})"),
+        }
+        if let Slept::Covers(until) = *t {
+            assert!(until <= SOON, "{turns:?}");
+        }
+    }
+    let covered = started
+        || turns
+            .iter()
+            .any(|t| matches!(t, Slept::Covers(_) | Slept::Woken(Handoff::Recheck, _)));
+    assert!(covered, "timer not covered: turns {turns:?}, started {started}");
+    assert_eq!(
+        sched.sleep_until.load(crate::loom::Ordering::SeqCst),
+        NEVER,
+        "a sleeper is still published"
+    );
+    assert!(sched.timer_sleeper.lock().unwrap().is_none());
+}
+
+/// Runs `f` on the current (model) thread as an M holding P `p`.
+fn on_p<R>(sched: &Arc<Sched>, p: usize, f: impl FnOnce() -> R) -> R {
+    CTX.with(|c| {
+        c.sched.set(Arc::as_ptr(sched));
+        c.p.set(p);
+    });
+    let r = f();
+    CTX.with(|c| {
+        c.sched.set(std::ptr::null());
+        c.p.set(crate::sched::NO_P);
+    });
+    r
+}
+
+/// The timer sleeper wakes at its deadline (`SOON`), runs the timer it
+/// slept for and goes back to sleep until the next one (`LATER`), while a
+/// thread outside the runtime arms a timer for `SOON` on the other P. The
+/// armer may read the old deadline, `SOON`, and leave the timer to a
+/// sleeper that "wakes earlier anyway" (`timer_added`'s first return,
+/// which wakes nobody): then the sleeper's next re-read of the heaps must
+/// see it. Or it reads `NEVER` between the two sleeps and calls `wakep`
+/// (which starts an M here: both Ps are idle and nobody spins), or the new
+/// deadline `LATER` and breaks the sleep.
+///
+/// Planted bugs, each caught (deadlock: the sleeper sleeps until `LATER`
+/// with nothing to wake it): (a) no `fence(SeqCst)` in `timer_added`;
+/// (b) no re-read of the heaps after the sleeper publishes its deadline;
+/// (c) the sleeper's `sleep_until` store `Relaxed` and no fence after it.
+/// The old-deadline path is what catches them: on the `NEVER` path the
+/// `wakep` fallback covers the timer whatever the fences do.
+#[test]
+fn loom_timer_sleeper_resleeps_while_a_timer_is_armed() {
+    loom::model(|| {
+        let sched = model_sched(2);
+        sched.init_idle();
+        timer_on(&sched.ps[1].timers, SOON); // the one it sleeps for now
+        timer_on(&sched.ps[1].timers, LATER);
+        let parker = Arc::new(Parker::new());
+        let (s, p) = (sched.clone(), parker.clone());
+        let sleeper = thread::spawn(move || {
+            let first = sleep_as_timer_sleeper(&s, &p);
+            // Woken at SOON: run what is due (in the real loop, on an idle
+            // P it takes; the armed timer is on the other P's heap).
+            let mut fired = Vec::new();
+            assert_eq!(s.ps[1].timers.run(SOON, &mut fired), 1);
+            let second = sleep_as_timer_sleeper(&s, &p);
+            (first, second)
+        });
+        // A thread without a P: the round-robin puts the timer on P0.
+        drop(sched.start_timer(Action::Wake(None), Callback::None, SOON));
+        let started = an_m_was_started(&sched);
+        if started {
+            // The started M covers the timer; end the sleep, if any.
+            parker.unpark(Handoff::Exit);
+        }
+        let (first, second) = sleeper.join().unwrap();
+        assert_eq!(first, Slept::Covers(SOON), "the first sleep ends at SOON");
+        timer_is_covered(&sched, &[second], started);
+        assert_eq!(sched.ps[0].timers.next_when(), SOON, "the timer is armed");
+        sched.drain_timers();
+    });
+}
+
+/// A timer armed while every P is busy wakes nobody (`timer_added`'s
+/// second return): the P that goes idle next must make the sleeper's
+/// deadline cover it. P0's spinning M finds nothing, gives P0 up and parks
+/// (checking the sleeper's deadline against the heaps, or becoming the
+/// sleeper); an M without a P parks as the timer sleeper meanwhile; a task
+/// on P1 arms a timer on P1's heap. The armer may see every P busy, or P0
+/// idle and the sleeper's deadline (and break its sleep), or P0 idle and no
+/// sleeper yet (`wakep`: fails while the spinner spins, else starts an M).
+/// P1's own loop, which would also run the timer, is not modelled: the
+/// protocol promises that the sleeper covers it once a P is idle.
+///
+/// Planted bugs, each caught (deadlock): (a) no `fence(SeqCst)` in
+/// `timer_added` (the armer reads every P busy, the idle M misses the
+/// timer); (d) `become_timer_sleeper` not checking the other sleeper's
+/// deadline.
+#[test]
+fn loom_timer_sleeper_covers_a_timer_armed_while_every_p_is_busy() {
+    loom::model(|| {
+        let sched = all_ps_busy(2);
+        sched.idle.inc_spinning(); // P0's M
+        timer_on(&sched.ps[0].timers, LATER);
+        let (sp, xp) = (Arc::new(Parker::new()), Arc::new(Parker::new()));
+        let (s, p) = (sched.clone(), sp.clone());
+        let sleeper = thread::spawn(move || sleep_as_timer_sleeper(&s, &p));
+        let (s, p) = (sched.clone(), xp.clone());
+        let spinner = thread::spawn(move || {
+            assert!(!going_idle(&s, 0, true), "nothing to run");
+            sleep_as_timer_sleeper(&s, &p)
+        });
+        on_p(&sched, 1, || {
+            drop(sched.start_timer(Action::Wake(None), Callback::None, SOON));
+        });
+        let started = an_m_was_started(&sched);
+        if started {
+            sp.unpark(Handoff::Exit);
+            xp.unpark(Handoff::Exit);
+        }
+        let turns = [sleeper.join().unwrap(), spinner.join().unwrap()];
+        timer_is_covered(&sched, &turns, started);
+        assert_eq!(sched.ps[1].timers.next_when(), SOON, "the timer is armed");
+        sched.drain_timers();
+    });
+}
