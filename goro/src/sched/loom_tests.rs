@@ -59,8 +59,20 @@ fn loom_runq_owner_and_thief_take_each_task_once() {
     });
 }
 
-/// Overflow moves half the ring to the caller while a thief steals: no task
-/// is lost or duplicated.
+/// Overflow moves the older half of a full ring out (to the global queue,
+/// in the real `runqput`) while a thief steals half: the owner's CAS on
+/// `head` and the thief's race for the same slots. The owner then puts one
+/// more task, which reuses a slot the thief may have copied before its CAS
+/// (the thief's CAS must then fail and its copy be discarded). No task is
+/// lost or taken twice, whatever wins.
+///
+/// Planted bug, caught ("a task was taken twice"): `put_slow` handing out
+/// the batch whether or not its CAS claimed it (the batch moving to the
+/// global queue before the claim). The first version of this model put
+/// one task and ran what it collected directly (7 interleavings): that bug
+/// showed only as a crash (running a freed task twice), and the slot
+/// reuse was never reached; comparing pointers first (`each_taken_once`)
+/// makes it an assertion.
 #[test]
 fn loom_runq_overflow_races_with_steal() {
     loom::model(|| {
@@ -71,26 +83,17 @@ fn loom_runq_overflow_races_with_steal() {
             assert!(matches!(victim.put(runnable(i, &log), false), Put::Ring));
         }
         let (v, tq) = (victim.clone(), thief_q.clone());
-        let thief = thread::spawn(move || {
-            if let Some((t, _)) = tq.steal_into(&v, false, |_| true) {
-                t.run();
+        let thief = thread::spawn(move || tq.steal_into(&v, false, |_| true).map(|(t, _)| t));
+        let mut taken = Vec::new();
+        for i in RING_SIZE..RING_SIZE + 2 {
+            if let Put::Overflow(batch) = victim.put(runnable(i, &log), false) {
+                taken.extend(batch);
             }
-        });
-        let overflow = match victim.put(runnable(RING_SIZE, &log), false) {
-            Put::Overflow(batch) => batch,
-            _ => Vec::new(),
-        };
-        thief.join().unwrap();
-        run_all(overflow);
-        run_all(victim.drain());
-        run_all(thief_q.drain());
-        let mut ran = log.ran.lock().unwrap().clone();
-        ran.sort();
-        assert_eq!(
-            ran,
-            (0..=RING_SIZE).collect::<Vec<_>>(),
-            "each task exactly once"
-        );
+        }
+        taken.extend(thief.join().unwrap());
+        taken.extend(victim.drain());
+        taken.extend(thief_q.drain());
+        each_taken_once(taken, RING_SIZE + 2, &log, "overflow vs steal");
     });
 }
 
