@@ -1,11 +1,13 @@
 //! loom models of the run queue (ring, overflow, `runnext` steal), of the
-//! spinning/parking protocol, and of the idle and timer masks.
+//! spinning/parking protocol, of the idle and timer masks, and of the
+//! timer sleeper hand-off.
 //!
 //! Run with:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p goro --lib --release loom_`
 //!
 //! The models drive the production code (`RunQueue`, `Sched::inject`,
-//! `Machine::find_runnable`) with loom's atomics, locks and thread-locals;
+//! `Machine::find_runnable`, `Sched::timer_added`,
+//! `Sched::become_timer_sleeper`) with loom's atomics, locks and thread-locals;
 //! the ring has 4 slots under loom so that overflow is reachable.
 
 use crate::loom::thread;
@@ -69,10 +71,16 @@ fn loom_runq_owner_and_thief_take_each_task_once() {
 /// Planted bug, caught ("a task was taken twice"): `put_slow` handing out
 /// the batch whether or not its CAS claimed it (the batch moving to the
 /// global queue before the claim). The first version of this model put
-/// one task and ran what it collected directly (7 interleavings): that bug
-/// showed only as a crash (running a freed task twice), and the slot
-/// reuse was never reached; comparing pointers first (`each_taken_once`)
-/// makes it an assertion.
+/// one task and ran what it collected directly (7 interleavings, 75 now):
+/// that bug showed only as a crash (a freed task run twice); comparing
+/// pointers first (`each_taken_once`) makes it an assertion, and the
+/// second put reuses a slot after an overflow that won the race too.
+///
+/// Not caught: `put_slow`'s CAS expecting a fresh read of `head` instead
+/// of the `h` its copies came from. Failing needs the thief's whole steal
+/// between the owner's copies and that read, and loom's search places a
+/// thread switch only before the last access that conflicts (here the
+/// owner's CAS), never before a plain load that precedes it.
 #[test]
 fn loom_runq_overflow_races_with_steal() {
     loom::model(|| {

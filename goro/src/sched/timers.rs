@@ -26,7 +26,8 @@
 //! publish-fence-check pairing as worker wakeups: the armer publishes the
 //! heap's new earliest deadline, fences, then reads `sleep_until`; the
 //! sleeper stores `sleep_until`, fences, then re-reads every heap's
-//! earliest deadline.
+//! earliest deadline. The loom models `loom_timer_sleeper_*`
+//! (`sched/loom_tests.rs`) check it, with the fallbacks around it.
 
 use crate::loom::{fence, Ordering};
 use crate::runtime::policy::TimerPlacement;
