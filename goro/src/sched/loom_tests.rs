@@ -22,7 +22,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn run_all(tasks: impl IntoIterator<Item = Runnable>) -> usize {
-    tasks.into_iter().map(|t| t.run()).count()
+    let mut n = 0;
+    for t in tasks {
+        t.run();
+        n += 1;
+    }
+    n
 }
 
 /// Every task pushed is run exactly once: by the owner, by the thief, or
@@ -161,10 +166,12 @@ fn loom_runq_runnext_steal_races_owner_replace_and_run() {
 }
 
 fn model_sched(procs: usize) -> Arc<Sched> {
-    let mut policy = Policy::default();
     // No spinning rounds or pauses: they only add states, not protocol.
-    policy.spin = SpinPolicy::Bounded { spin: 0, yield_: 0 };
-    policy.runnext_steal_pause = Duration::ZERO;
+    let policy = Policy {
+        spin: SpinPolicy::Bounded { spin: 0, yield_: 0 },
+        runnext_steal_pause: Duration::ZERO,
+        ..Policy::default()
+    };
     Sched::new(
         procs,
         policy,
@@ -420,7 +427,9 @@ fn sleep_as_timer_sleeper(sched: &Sched, parker: &Arc<Parker>) -> Slept {
     let slept = if until <= SOON {
         Slept::Covers(until)
     } else {
-        let h = parker.park(None).expect("an untimed park returns a handoff");
+        let h = parker
+            .park(None)
+            .expect("an untimed park returns a handoff");
         Slept::Woken(h, until)
     };
     sched.end_timer_sleep();
@@ -456,7 +465,10 @@ fn timer_is_covered(sched: &Sched, turns: &[Slept], started: bool) {
         || turns
             .iter()
             .any(|t| matches!(t, Slept::Covers(_) | Slept::Woken(Handoff::Recheck, _)));
-    assert!(covered, "timer not covered: turns {turns:?}, started {started}");
+    assert!(
+        covered,
+        "timer not covered: turns {turns:?}, started {started}"
+    );
     assert_eq!(
         sched.sleep_until.load(crate::loom::Ordering::SeqCst),
         NEVER,
@@ -542,7 +554,9 @@ fn loom_timer_sleeper_resleeps_while_a_timer_is_armed() {
 /// Planted bugs, each caught (deadlock): (a) no `fence(SeqCst)` in
 /// `timer_added` (the armer reads every P busy, the idle M misses the
 /// timer); (d) `become_timer_sleeper` not checking the other sleeper's
-/// deadline.
+/// deadline. (b) and (c) of the model above pass here, rightly: what the
+/// sleeper's own re-read misses, the spinning M's check of its deadline
+/// (after the spinner's fence, which the armer's `wakep` pairs with) sees.
 #[test]
 fn loom_timer_sleeper_covers_a_timer_armed_while_every_p_is_busy() {
     loom::model(|| {
