@@ -1,11 +1,13 @@
 //! loom models of the run queue (ring, overflow, `runnext` steal), of the
-//! spinning/parking protocol, and of the idle and timer masks.
+//! spinning/parking protocol, of the idle and timer masks, and of the
+//! timer sleeper hand-off.
 //!
 //! Run with:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p goro --lib --release loom_`
 //!
 //! The models drive the production code (`RunQueue`, `Sched::inject`,
-//! `Machine::find_runnable`) with loom's atomics, locks and thread-locals;
+//! `Machine::find_runnable`, `Sched::timer_added`,
+//! `Sched::become_timer_sleeper`) with loom's atomics, locks and thread-locals;
 //! the ring has 4 slots under loom so that overflow is reachable.
 
 use crate::loom::thread;
@@ -20,7 +22,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn run_all(tasks: impl IntoIterator<Item = Runnable>) -> usize {
-    tasks.into_iter().map(|t| t.run()).count()
+    let mut n = 0;
+    for t in tasks {
+        t.run();
+        n += 1;
+    }
+    n
 }
 
 /// Every task pushed is run exactly once: by the owner, by the thief, or
@@ -59,8 +66,26 @@ fn loom_runq_owner_and_thief_take_each_task_once() {
     });
 }
 
-/// Overflow moves half the ring to the caller while a thief steals: no task
-/// is lost or duplicated.
+/// Overflow moves the older half of a full ring out (to the global queue,
+/// in the real `runqput`) while a thief steals half: the owner's CAS on
+/// `head` and the thief's race for the same slots. The owner then puts one
+/// more task, which reuses a slot the thief may have copied before its CAS
+/// (the thief's CAS must then fail and its copy be discarded). No task is
+/// lost or taken twice, whatever wins.
+///
+/// Planted bug, caught ("a task was taken twice"): `put_slow` handing out
+/// the batch whether or not its CAS claimed it (the batch moving to the
+/// global queue before the claim). The first version of this model put
+/// one task and ran what it collected directly (7 interleavings, 75 now):
+/// that bug showed only as a crash (a freed task run twice); comparing
+/// pointers first (`each_taken_once`) makes it an assertion, and the
+/// second put reuses a slot after an overflow that won the race too.
+///
+/// Not caught: `put_slow`'s CAS expecting a fresh read of `head` instead
+/// of the `h` its copies came from. Failing needs the thief's whole steal
+/// between the owner's copies and that read, and loom's search places a
+/// thread switch only before the last access that conflicts (here the
+/// owner's CAS), never before a plain load that precedes it.
 #[test]
 fn loom_runq_overflow_races_with_steal() {
     loom::model(|| {
@@ -71,26 +96,17 @@ fn loom_runq_overflow_races_with_steal() {
             assert!(matches!(victim.put(runnable(i, &log), false), Put::Ring));
         }
         let (v, tq) = (victim.clone(), thief_q.clone());
-        let thief = thread::spawn(move || {
-            if let Some((t, _)) = tq.steal_into(&v, false, |_| true) {
-                t.run();
+        let thief = thread::spawn(move || tq.steal_into(&v, false, |_| true).map(|(t, _)| t));
+        let mut taken = Vec::new();
+        for i in RING_SIZE..RING_SIZE + 2 {
+            if let Put::Overflow(batch) = victim.put(runnable(i, &log), false) {
+                taken.extend(batch);
             }
-        });
-        let overflow = match victim.put(runnable(RING_SIZE, &log), false) {
-            Put::Overflow(batch) => batch,
-            _ => Vec::new(),
-        };
-        thief.join().unwrap();
-        run_all(overflow);
-        run_all(victim.drain());
-        run_all(thief_q.drain());
-        let mut ran = log.ran.lock().unwrap().clone();
-        ran.sort();
-        assert_eq!(
-            ran,
-            (0..=RING_SIZE).collect::<Vec<_>>(),
-            "each task exactly once"
-        );
+        }
+        taken.extend(thief.join().unwrap());
+        taken.extend(victim.drain());
+        taken.extend(thief_q.drain());
+        each_taken_once(taken, RING_SIZE + 2, &log, "overflow vs steal");
     });
 }
 
@@ -150,10 +166,12 @@ fn loom_runq_runnext_steal_races_owner_replace_and_run() {
 }
 
 fn model_sched(procs: usize) -> Arc<Sched> {
-    let mut policy = Policy::default();
     // No spinning rounds or pauses: they only add states, not protocol.
-    policy.spin = SpinPolicy::Bounded { spin: 0, yield_: 0 };
-    policy.runnext_steal_pause = Duration::ZERO;
+    let policy = Policy {
+        spin: SpinPolicy::Bounded { spin: 0, yield_: 0 },
+        runnext_steal_pause: Duration::ZERO,
+        ..Policy::default()
+    };
     Sched::new(
         procs,
         policy,
@@ -348,5 +366,222 @@ fn loom_timer_mask_never_hides_an_idle_ps_timers() {
             !idle || timers == 0 || bit,
             "timers hidden: P1 idle={idle} with {timers} timers and timer bit={bit}"
         );
+    });
+}
+
+// ---------------------------------------------------------------------------
+// The timer sleeper hand-off (`Sched::timer_added` against
+// `Sched::become_timer_sleeper`, see `timers.rs`).
+//
+// The invariant: a timer armed while an M is on its way to sleep as the
+// timer sleeper (or while no M is the sleeper) always has a thread that
+// will wake by its deadline: the sleeper's own deadline is no later (its
+// re-read of the heaps saw the timer), or the armer saw the sleeper's
+// deadline and broke its sleep (`Handoff::Recheck`), or an M going idle saw
+// both and broke it, or a `wakep` started an M (which re-reads every heap
+// before it parks again).
+//
+// The deadlines live on a virtual clock far beyond the real one, so no M's
+// own timer run (`check_own_timers`, a thief's last pass) ever finds them
+// due and runs them out from under the sleeper; only the model's sleeper
+// compares its deadline with `SOON`. A sleeper whose deadline is later
+// than the armed timer sleeps until something breaks its sleep (under loom
+// a timed wait is untimed anyway, see `park.rs`); if nothing does, loom
+// reports the deadlock: that is the failure these models look for.
+// ---------------------------------------------------------------------------
+
+use crate::time::timer::{push, Action, Callback, TimerInner, TimerQueue, NEVER};
+
+/// The timer armed during the model (and, in the first model, the deadline
+/// the sleeper slept until before it).
+const SOON: u64 = 1 << 60;
+/// The sleeper's deadline without the new timer.
+const LATER: u64 = 1 << 61;
+
+/// Puts a timer for `when` on `q` (set-up, before any model thread runs).
+fn timer_on(q: &Arc<TimerQueue>, when: u64) {
+    let t = TimerInner::new_at(Action::Wake(None), Callback::None, q.clone(), when);
+    assert!(push(q, &t).is_some() || q.next_when() <= when);
+}
+
+/// How one M's turn at `park_as_timer_sleeper` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slept {
+    /// Another M was the sleeper: this one checked that one's deadline
+    /// against the heaps and would park on the idle M list.
+    NotSleeper,
+    /// Slept until this deadline, no later than `SOON`: it wakes for the
+    /// timer on its own.
+    Covers(u64),
+    /// Slept towards this deadline, later than `SOON`, and was woken.
+    Woken(Handoff, u64),
+}
+
+/// `Machine::park_as_timer_sleeper` on the model's clock: the real
+/// hand-off and the real wake-up, around a sleep that ends by itself only
+/// if its deadline is no later than `SOON`.
+fn sleep_as_timer_sleeper(sched: &Sched, parker: &Arc<Parker>) -> Slept {
+    let Some(until) = sched.become_timer_sleeper(parker) else {
+        return Slept::NotSleeper;
+    };
+    let slept = if until <= SOON {
+        Slept::Covers(until)
+    } else {
+        let h = parker
+            .park(None)
+            .expect("an untimed park returns a handoff");
+        Slept::Woken(h, until)
+    };
+    sched.end_timer_sleep();
+    slept
+}
+
+/// Whether a `wakep` started an M (under loom, `spawn_m` records it).
+fn an_m_was_started(sched: &Sched) -> bool {
+    sched
+        .loom_started
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|h| matches!(h, Handoff::P { .. }))
+}
+
+/// Checks the end state of a timer-sleeper model: every turn ended in a
+/// way the invariant allows, the timer is covered, and nobody is left
+/// published as the sleeper. `started`: a `wakep` started an M, after
+/// which the model ended any long sleep with `Handoff::Exit`.
+fn timer_is_covered(sched: &Sched, turns: &[Slept], started: bool) {
+    for t in turns {
+        match *t {
+            Slept::NotSleeper | Slept::Covers(_) | Slept::Woken(Handoff::Recheck, _) => {}
+            Slept::Woken(Handoff::Exit, _) if started => {}
+            other => panic!("unexpected end of a sleep: {other:?} (turns {turns:?})"),
+        }
+        if let Slept::Covers(until) = *t {
+            assert!(until <= SOON, "{turns:?}");
+        }
+    }
+    let covered = started
+        || turns
+            .iter()
+            .any(|t| matches!(t, Slept::Covers(_) | Slept::Woken(Handoff::Recheck, _)));
+    assert!(
+        covered,
+        "timer not covered: turns {turns:?}, started {started}"
+    );
+    assert_eq!(
+        sched.sleep_until.load(crate::loom::Ordering::SeqCst),
+        NEVER,
+        "a sleeper is still published"
+    );
+    assert!(sched.timer_sleeper.lock().unwrap().is_none());
+}
+
+/// Runs `f` on the current (model) thread as an M holding P `p`.
+fn on_p<R>(sched: &Arc<Sched>, p: usize, f: impl FnOnce() -> R) -> R {
+    CTX.with(|c| {
+        c.sched.set(Arc::as_ptr(sched));
+        c.p.set(p);
+    });
+    let r = f();
+    CTX.with(|c| {
+        c.sched.set(std::ptr::null());
+        c.p.set(crate::sched::NO_P);
+    });
+    r
+}
+
+/// The timer sleeper wakes at its deadline (`SOON`), runs the timer it
+/// slept for and goes back to sleep until the next one (`LATER`), while a
+/// thread outside the runtime arms a timer for `SOON` on the other P. The
+/// armer may read the old deadline, `SOON`, and leave the timer to a
+/// sleeper that "wakes earlier anyway" (`timer_added`'s first return,
+/// which wakes nobody): then the sleeper's next re-read of the heaps must
+/// see it. Or it reads `NEVER` between the two sleeps and calls `wakep`
+/// (which starts an M here: both Ps are idle and nobody spins), or the new
+/// deadline `LATER` and breaks the sleep.
+///
+/// Planted bugs, each caught (deadlock: the sleeper sleeps until `LATER`
+/// with nothing to wake it): (a) no `fence(SeqCst)` in `timer_added`;
+/// (b) no re-read of the heaps after the sleeper publishes its deadline;
+/// (c) the sleeper's `sleep_until` store `Relaxed` and no fence after it.
+/// The old-deadline path is what catches them: on the `NEVER` path the
+/// `wakep` fallback covers the timer whatever the fences do.
+#[test]
+fn loom_timer_sleeper_resleeps_while_a_timer_is_armed() {
+    loom::model(|| {
+        let sched = model_sched(2);
+        sched.init_idle();
+        timer_on(&sched.ps[1].timers, SOON); // the one it sleeps for now
+        timer_on(&sched.ps[1].timers, LATER);
+        let parker = Arc::new(Parker::new());
+        let (s, p) = (sched.clone(), parker.clone());
+        let sleeper = thread::spawn(move || {
+            let first = sleep_as_timer_sleeper(&s, &p);
+            // Woken at SOON: run what is due (in the real loop, on an idle
+            // P it takes; the armed timer is on the other P's heap).
+            let mut fired = Vec::new();
+            assert_eq!(s.ps[1].timers.run(SOON, &mut fired), 1);
+            let second = sleep_as_timer_sleeper(&s, &p);
+            (first, second)
+        });
+        // A thread without a P: the round-robin puts the timer on P0.
+        drop(sched.start_timer(Action::Wake(None), Callback::None, SOON));
+        let started = an_m_was_started(&sched);
+        if started {
+            // The started M covers the timer; end the sleep, if any.
+            parker.unpark(Handoff::Exit);
+        }
+        let (first, second) = sleeper.join().unwrap();
+        assert_eq!(first, Slept::Covers(SOON), "the first sleep ends at SOON");
+        timer_is_covered(&sched, &[second], started);
+        assert_eq!(sched.ps[0].timers.next_when(), SOON, "the timer is armed");
+        sched.drain_timers();
+    });
+}
+
+/// A timer armed while every P is busy wakes nobody (`timer_added`'s
+/// second return): the P that goes idle next must make the sleeper's
+/// deadline cover it. P0's spinning M finds nothing, gives P0 up and parks
+/// (checking the sleeper's deadline against the heaps, or becoming the
+/// sleeper); an M without a P parks as the timer sleeper meanwhile; a task
+/// on P1 arms a timer on P1's heap. The armer may see every P busy, or P0
+/// idle and the sleeper's deadline (and break its sleep), or P0 idle and no
+/// sleeper yet (`wakep`: fails while the spinner spins, else starts an M).
+/// P1's own loop, which would also run the timer, is not modelled: the
+/// protocol promises that the sleeper covers it once a P is idle.
+///
+/// Planted bugs, each caught (deadlock): (a) no `fence(SeqCst)` in
+/// `timer_added` (the armer reads every P busy, the idle M misses the
+/// timer); (d) `become_timer_sleeper` not checking the other sleeper's
+/// deadline. (b) and (c) of the model above pass here, rightly: what the
+/// sleeper's own re-read misses, the spinning M's check of its deadline
+/// (after the spinner's fence, which the armer's `wakep` pairs with) sees.
+#[test]
+fn loom_timer_sleeper_covers_a_timer_armed_while_every_p_is_busy() {
+    loom::model(|| {
+        let sched = all_ps_busy(2);
+        sched.idle.inc_spinning(); // P0's M
+        timer_on(&sched.ps[0].timers, LATER);
+        let (sp, xp) = (Arc::new(Parker::new()), Arc::new(Parker::new()));
+        let (s, p) = (sched.clone(), sp.clone());
+        let sleeper = thread::spawn(move || sleep_as_timer_sleeper(&s, &p));
+        let (s, p) = (sched.clone(), xp.clone());
+        let spinner = thread::spawn(move || {
+            assert!(!going_idle(&s, 0, true), "nothing to run");
+            sleep_as_timer_sleeper(&s, &p)
+        });
+        on_p(&sched, 1, || {
+            drop(sched.start_timer(Action::Wake(None), Callback::None, SOON));
+        });
+        let started = an_m_was_started(&sched);
+        if started {
+            sp.unpark(Handoff::Exit);
+            xp.unpark(Handoff::Exit);
+        }
+        let turns = [sleeper.join().unwrap(), spinner.join().unwrap()];
+        timer_is_covered(&sched, &turns, started);
+        assert_eq!(sched.ps[1].timers.next_when(), SOON, "the timer is armed");
+        sched.drain_timers();
     });
 }

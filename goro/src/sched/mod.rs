@@ -87,7 +87,10 @@ pub(crate) struct Sched {
     /// The one timer heap under `TimerPlacement::Global`.
     pub(crate) global_timers: Arc<crate::time::timer::TimerQueue>,
     /// The parked thread that sleeps until the earliest timer, if any.
-    pub(crate) timer_sleeper: Mutex<Option<Arc<park::Parker>>>,
+    /// Through the loom facade: the sleeper holds it while it reads the
+    /// heaps and unparks another sleeper (`become_timer_sleeper`), which
+    /// a loom model must be able to interleave.
+    pub(crate) timer_sleeper: crate::loom::Mutex<Option<Arc<park::Parker>>>,
     /// Its deadline: `NEVER` while no thread sleeps on timers, `NEVER - 1`
     /// for a sleeper with no deadline.
     pub(crate) sleep_until: crate::loom::AtomicU64,
@@ -132,7 +135,7 @@ impl Sched {
             thread_name,
             start: Instant::now(),
             global_timers: crate::time::timer::TimerQueue::new(me.clone()),
-            timer_sleeper: Mutex::new(None),
+            timer_sleeper: crate::loom::Mutex::new(None),
             sleep_until: crate::loom::AtomicU64::new(crate::time::timer::NEVER),
             timer_rr: AtomicUsize::new(0),
             me: me.clone(),

@@ -26,7 +26,8 @@
 //! publish-fence-check pairing as worker wakeups: the armer publishes the
 //! heap's new earliest deadline, fences, then reads `sleep_until`; the
 //! sleeper stores `sleep_until`, fences, then re-reads every heap's
-//! earliest deadline.
+//! earliest deadline. The loom models `loom_timer_sleeper_*`
+//! (`sched/loom_tests.rs`) check it, with the fallbacks around it.
 
 use crate::loom::{fence, Ordering};
 use crate::runtime::policy::TimerPlacement;
@@ -183,6 +184,51 @@ impl Sched {
         self.wakep();
     }
 
+    /// The sleeper's half of the hand-off with [`Sched::timer_added`]
+    /// (module docs), the part of `Machine::park_as_timer_sleeper` before
+    /// the sleep, apart so that the loom models run it as it is: makes
+    /// `parker` the timer sleeper, publishes its deadline, re-reads every
+    /// heap, and returns the deadline to sleep until (`NEVER`: no timers).
+    /// `None` if another M already sleeps on timers; then it makes sure that
+    /// one's deadline covers the earliest timer.
+    pub(crate) fn become_timer_sleeper(&self, parker: &Arc<Parker>) -> Option<u64> {
+        {
+            let mut slot = self.timer_sleeper.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(other) = slot.as_ref() {
+                // Someone else sleeps on timers. A timer armed while every
+                // P was busy did not wake it (`timer_added`); now that a P
+                // is idle, make sure its deadline covers the earliest timer.
+                // SeqCst: this read follows our P's SeqCst idle transition,
+                // the other half of that pairing.
+                if self.earliest_timer() < self.sleep_until.load(Ordering::SeqCst) {
+                    other.unpark(Handoff::Recheck);
+                }
+                return None;
+            }
+            *slot = Some(parker.clone());
+        }
+        // Publish our deadline, then re-read the heaps (module docs).
+        let mut until = self.earliest_timer();
+        loop {
+            // `NEVER` would say "nobody sleeps"; one less is as far off.
+            self.sleep_until
+                .store(until.min(NEVER - 1), Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            let again = self.earliest_timer();
+            if again == until {
+                return Some(until);
+            }
+            until = again;
+        }
+    }
+
+    /// The timer sleeper woke: nobody sleeps on timers until the next
+    /// [`Sched::become_timer_sleeper`].
+    pub(crate) fn end_timer_sleep(&self) {
+        self.sleep_until.store(NEVER, Ordering::SeqCst);
+        *self.timer_sleeper.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
     /// The earliest deadline over every heap.
     pub(crate) fn earliest_timer(&self) -> u64 {
         let per_p = self
@@ -273,38 +319,7 @@ impl Machine {
         parker: &Arc<Parker>,
     ) -> Option<Option<Handoff>> {
         let sched = self.sched.clone();
-        {
-            let mut slot = sched
-                .timer_sleeper
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            if let Some(other) = slot.as_ref() {
-                // Someone else sleeps on timers. A timer armed while every
-                // P was busy did not wake it (`timer_added`); now that a P
-                // is idle, make sure its deadline covers the earliest timer.
-                // SeqCst: this read follows our P's SeqCst idle transition,
-                // the other half of that pairing.
-                if sched.earliest_timer() < sched.sleep_until.load(Ordering::SeqCst) {
-                    other.unpark(Handoff::Recheck);
-                }
-                return None;
-            }
-            *slot = Some(parker.clone());
-        }
-        // Publish our deadline, then re-read the heaps (module docs).
-        let mut until = sched.earliest_timer();
-        loop {
-            // `NEVER` would say "nobody sleeps"; one less is as far off.
-            sched
-                .sleep_until
-                .store(until.min(NEVER - 1), Ordering::SeqCst);
-            fence(Ordering::SeqCst);
-            let again = sched.earliest_timer();
-            if again == until {
-                break;
-            }
-            until = again;
-        }
+        let until = sched.become_timer_sleeper(parker)?;
         // `sleeper_park` sleeps in the poller instead of the futex while
         // sockets are registered (net/poller.rs), with the same timeout.
         let h = if until == NEVER {
@@ -317,11 +332,7 @@ impl Machine {
                 self.sleeper_park(Some(Duration::from_nanos(until - now)))
             }
         };
-        sched.sleep_until.store(NEVER, Ordering::SeqCst);
-        *sched
-            .timer_sleeper
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = None;
+        sched.end_timer_sleep();
         bump_shared(&sched.counters.timer_sleeper_wakes, 1);
         Some(match h {
             Some(Handoff::Recheck) => None,
