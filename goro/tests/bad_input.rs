@@ -98,7 +98,7 @@ fn builder_pool_cycle_too_large_for_instant_means_never_and_the_monitor_lives() 
 #[test]
 #[should_panic(expected = "goro::spawn_blocking called outside a goro runtime")]
 fn spawn_blocking_outside_a_runtime_panics_with_a_clear_message() {
-    let _ = goro::spawn_blocking(|| ());
+    drop(goro::spawn_blocking(|| ()));
 }
 
 #[test]

@@ -486,7 +486,7 @@ fn a_panicking_drop_of_a_parked_senders_value_on_abort_keeps_the_p() {
                     })
                     .collect();
                 let deadline = Instant::now() + WAIT;
-                while pk.load(SeqCst) < 4 || tx.len() > 0 {
+                while pk.load(SeqCst) < 4 || !tx.is_empty() {
                     assert!(Instant::now() < deadline, "senders parked");
                     goro::time::sleep(Duration::from_millis(1)).await;
                 }
