@@ -39,12 +39,20 @@ fn builder_policy_runnext_steal_pause_above_10ms_is_an_error() {
     let mut p = goro::Policy::default();
     p.runnext_steal_pause = Duration::from_millis(11);
     let e = invalid_input(goro::Runtime::builder().procs(1).policy(p).build());
-    assert!(e.contains("runnext_steal_pause") && e.contains("accepted 0..=10ms"), "{e}");
+    assert!(
+        e.contains("runnext_steal_pause") && e.contains("accepted 0..=10ms"),
+        "{e}"
+    );
 }
 
 #[test]
 fn builder_thread_name_with_a_nul_byte_is_an_error_not_a_panic() {
-    let e = invalid_input(goro::Runtime::builder().procs(1).thread_name("bad\0name").build());
+    let e = invalid_input(
+        goro::Runtime::builder()
+            .procs(1)
+            .thread_name("bad\0name")
+            .build(),
+    );
     assert!(e.contains("thread_name") && e.contains("NUL"), "{e}");
     // Long names are accepted (Linux shows the first 15 bytes).
     let rt = goro::Runtime::builder()
@@ -52,13 +60,24 @@ fn builder_thread_name_with_a_nul_byte_is_an_error_not_a_panic() {
         .thread_name("a-rather-long-thread-name-prefix")
         .build()
         .unwrap();
-    assert_eq!(rt.block_on(async { goro::spawn(async { 1 }).await.unwrap() }), 1);
+    assert_eq!(
+        rt.block_on(async { goro::spawn(async { 1 }).await.unwrap() }),
+        1
+    );
 }
 
 #[test]
 fn builder_pool_cycle_zero_is_an_error_naming_the_range() {
-    let e = invalid_input(goro::Runtime::builder().procs(1).pool_cycle(Duration::ZERO).build());
-    assert!(e.contains("pool_cycle(0ns)") && e.contains("greater than zero"), "{e}");
+    let e = invalid_input(
+        goro::Runtime::builder()
+            .procs(1)
+            .pool_cycle(Duration::ZERO)
+            .build(),
+    );
+    assert!(
+        e.contains("pool_cycle(0ns)") && e.contains("greater than zero"),
+        "{e}"
+    );
 }
 
 /// A pool cycle too far off for `Instant` means "never", as for timers; it
@@ -86,7 +105,10 @@ fn builder_pool_cycle_too_large_for_instant_means_never_and_the_monitor_lives() 
                 .and_then(|&t| thread_state(t))
                 .is_some_and(|(s, _)| s == 'S')
         });
-        assert_eq!(rt.block_on(async { goro::spawn(async { 2 }).await.unwrap() }), 2);
+        assert_eq!(
+            rt.block_on(async { goro::spawn(async { 2 }).await.unwrap() }),
+            2
+        );
         drop(pool);
     });
 }
@@ -234,7 +256,10 @@ fn ticker_reset_to_zero_panics_like_go() {
         goro::spawn(async move { t.reset(Duration::ZERO) }).await
     });
     let e = r.unwrap_err().to_string();
-    assert!(e.contains("non-positive interval for goro::time::Ticker::reset"), "{e}");
+    assert!(
+        e.contains("non-positive interval for goro::time::Ticker::reset"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -308,11 +333,15 @@ fn connect_or_bind_to_a_bad_address_is_an_error() {
         let rt = rt(1);
         rt.block_on(async {
             // Not an address (no port): rejected before any syscall.
-            let e = goro::net::TcpStream::connect("127.0.0.1").await.unwrap_err();
+            let e = goro::net::TcpStream::connect("127.0.0.1")
+                .await
+                .unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidInput, "no port: {e:?}");
             // An address in use.
             let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let e = goro::net::TcpListener::bind(l.local_addr().unwrap()).await.unwrap_err();
+            let e = goro::net::TcpListener::bind(l.local_addr().unwrap())
+                .await
+                .unwrap_err();
             assert_eq!(e.kind(), ErrorKind::AddrInUse, "{e:?}");
             // An address that is not this host's.
             let e = goro::net::UdpSocket::bind("192.0.2.1:0").await.unwrap_err();
@@ -327,7 +356,9 @@ fn reading_after_shutdown_read_is_end_of_file_and_writing_after_shutdown_write_a
         let rt = rt(1);
         rt.block_on(async {
             let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+            let c = goro::net::TcpStream::connect(l.local_addr().unwrap())
+                .await
+                .unwrap();
             let (_s, _) = l.accept().await.unwrap();
             c.shutdown(std::net::Shutdown::Read).unwrap();
             let mut buf = [0u8; 4];
@@ -345,7 +376,9 @@ fn a_none_deadline_clears_and_a_past_one_times_out_at_once() {
         let rt = rt(1);
         rt.block_on(async {
             let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+            let c = goro::net::TcpStream::connect(l.local_addr().unwrap())
+                .await
+                .unwrap();
             let (s, _) = l.accept().await.unwrap();
             let mut buf = [0u8; 4];
             c.set_read_deadline(Some(Instant::now() - Duration::from_secs(1)));
@@ -353,7 +386,11 @@ fn a_none_deadline_clears_and_a_past_one_times_out_at_once() {
             assert_eq!(e.kind(), ErrorKind::TimedOut, "{e:?}");
             c.set_read_deadline(None);
             s.write_all(b"ok").await.unwrap();
-            assert_eq!(c.read(&mut buf).await.unwrap(), 2, "None cleared the deadline");
+            assert_eq!(
+                c.read(&mut buf).await.unwrap(),
+                2,
+                "None cleared the deadline"
+            );
         });
     });
 }

@@ -121,7 +121,11 @@ fn bomb(ledger: &Arc<Ledger>, armed: Option<&'static str>) -> Bomb {
 
 fn all_dropped_once(ledger: &Ledger, n: usize, what: &str) {
     assert_eq!(ledger.made(), n, "{what}: values made");
-    assert_eq!(ledger.double_drops(), 0, "{what}: a value was dropped twice");
+    assert_eq!(
+        ledger.double_drops(),
+        0,
+        "{what}: a value was dropped twice"
+    );
     assert!(
         ledger.all_dropped(),
         "{what}: {} of {} values dropped",
@@ -174,7 +178,11 @@ fn assert_usable(rt: &goro::Runtime, after: &str) {
             .expect("timer task");
         let (tx, rx) = goro::chan::bounded::<u32>(0);
         let sender = goro::spawn(async move { tx.send(7).await });
-        assert_eq!(rx.recv().await, Ok(7), "after {after}: a channel hands over");
+        assert_eq!(
+            rx.recv().await,
+            Ok(7),
+            "after {after}: a channel hands over"
+        );
         sender.await.unwrap().unwrap();
     });
 }
@@ -192,59 +200,63 @@ fn assert_usable(rt: &goro::Runtime, after: &str) {
 fn a_panicking_task_reports_a_join_error_and_leaves_every_p_usable() {
     record_panics();
     for procs in [1, 4] {
-        within(LIMIT, &format!("panicking tasks at procs={procs}"), move || {
-            let rt = rt(procs);
-            let dropped = Arc::new(AtomicUsize::new(0));
-            let d = dropped.clone();
-            let marker: &'static str = if procs == 1 {
-                "faults-task-panic-p1"
-            } else {
-                "faults-task-panic-p4"
-            };
-            rt.block_on(async move {
-                let hs: Vec<_> = (0..50)
-                    .map(|i| {
-                        let g = Guard(d.clone());
-                        goro::spawn(async move {
-                            let _g = g;
-                            goro::yield_now().await;
-                            if i % 2 == 0 {
-                                panic!("{marker} {i}");
-                            }
-                            i
+        within(
+            LIMIT,
+            &format!("panicking tasks at procs={procs}"),
+            move || {
+                let rt = rt(procs);
+                let dropped = Arc::new(AtomicUsize::new(0));
+                let d = dropped.clone();
+                let marker: &'static str = if procs == 1 {
+                    "faults-task-panic-p1"
+                } else {
+                    "faults-task-panic-p4"
+                };
+                rt.block_on(async move {
+                    let hs: Vec<_> = (0..50)
+                        .map(|i| {
+                            let g = Guard(d.clone());
+                            goro::spawn(async move {
+                                let _g = g;
+                                goro::yield_now().await;
+                                if i % 2 == 0 {
+                                    panic!("{marker} {i}");
+                                }
+                                i
+                            })
                         })
-                    })
-                    .collect();
-                for (i, h) in hs.into_iter().enumerate() {
-                    match h.await {
-                        Ok(v) => assert_eq!(v, i, "odd tasks return"),
-                        Err(e) => {
-                            assert!(i % 2 == 0 && e.is_panic(), "task {i}: {e}");
-                            assert_eq!(e.to_string(), format!("task panicked: {marker} {i}"));
+                        .collect();
+                    for (i, h) in hs.into_iter().enumerate() {
+                        match h.await {
+                            Ok(v) => assert_eq!(v, i, "odd tasks return"),
+                            Err(e) => {
+                                assert!(i % 2 == 0 && e.is_panic(), "task {i}: {e}");
+                                assert_eq!(e.to_string(), format!("task panicked: {marker} {i}"));
+                            }
                         }
                     }
-                }
-                // Detached: nobody awaits them.
-                for i in 0..20 {
-                    let g = Guard(d.clone());
-                    drop(goro::spawn(async move {
-                        let _g = g;
-                        panic!("{marker} detached {i}");
-                    }));
-                }
-            });
-            wait_until(WAIT, "every task's future was dropped", || {
-                dropped.load(SeqCst) == 70
-            });
-            let threads = reported(marker);
-            assert_eq!(threads.len(), 45, "each panic reported once by the hook");
-            assert!(
-                threads.iter().all(|t| t.starts_with("faults-m")),
-                "reported on worker threads: {threads:?}"
-            );
-            assert_usable(&rt, "panicking tasks");
-            assert_eq!(dropped.load(SeqCst), 70, "nothing dropped twice");
-        });
+                    // Detached: nobody awaits them.
+                    for i in 0..20 {
+                        let g = Guard(d.clone());
+                        drop(goro::spawn(async move {
+                            let _g = g;
+                            panic!("{marker} detached {i}");
+                        }));
+                    }
+                });
+                wait_until(WAIT, "every task's future was dropped", || {
+                    dropped.load(SeqCst) == 70
+                });
+                let threads = reported(marker);
+                assert_eq!(threads.len(), 45, "each panic reported once by the hook");
+                assert!(
+                    threads.iter().all(|t| t.starts_with("faults-m")),
+                    "reported on worker threads: {threads:?}"
+                );
+                assert_usable(&rt, "panicking tasks");
+                assert_eq!(dropped.load(SeqCst), 70, "nothing dropped twice");
+            },
+        );
     }
 }
 
@@ -262,77 +274,81 @@ fn a_panicking_task_reports_a_join_error_and_leaves_every_p_usable() {
 fn a_panicking_after_func_callback_is_reported_and_the_runtime_goes_on() {
     record_panics();
     for procs in [1, 3] {
-        within(LIMIT, &format!("after_func panics at procs={procs}"), move || {
-            let rt = rt(procs);
-            let marker: &'static str = if procs == 1 {
-                "faults-after-func-p1"
-            } else {
-                "faults-after-func-p3"
-            };
-            let calls = Arc::new(AtomicUsize::new(0));
-            let dropped = Arc::new(AtomicUsize::new(0));
-            let ok = Arc::new(AtomicUsize::new(0));
-            let (c, d, k) = (calls.clone(), dropped.clone(), ok.clone());
-            rt.block_on(async move {
-                let timers: Vec<_> = (0..10)
-                    .map(|i| {
-                        let (c, g) = (c.clone(), Guard(d.clone()));
-                        goro::time::after_func(Duration::from_millis(1), move || {
-                            let _keep = &g;
-                            c.fetch_add(1, SeqCst);
-                            panic!("{marker} {i}");
-                        })
-                    })
-                    .collect();
-                let fine = {
-                    let k = k.clone();
-                    goro::time::after_func(Duration::from_millis(2), move || {
-                        k.fetch_add(1, SeqCst);
-                    })
+        within(
+            LIMIT,
+            &format!("after_func panics at procs={procs}"),
+            move || {
+                let rt = rt(procs);
+                let marker: &'static str = if procs == 1 {
+                    "faults-after-func-p1"
+                } else {
+                    "faults-after-func-p3"
                 };
-                // Wait (without blocking a P) for every callback to have run.
-                let deadline = Instant::now() + WAIT;
-                while c.load(SeqCst) < 10 || k.load(SeqCst) < 1 {
-                    assert!(
-                        Instant::now() < deadline,
-                        "callbacks ran: {} panicking, {} fine",
-                        c.load(SeqCst),
-                        k.load(SeqCst)
-                    );
-                    goro::time::sleep(Duration::from_millis(1)).await;
-                }
-                for t in &timers {
-                    assert!(!t.stop(), "a fired timer does not stop");
-                }
-                assert!(!fine.stop());
-                drop(timers);
-            });
-            wait_until(WAIT, "the panics were reported", || {
-                reported(marker).len() == 10
-            });
-            let threads = reported(marker);
-            assert!(
-                threads.iter().all(|t| t.starts_with("faults-m")),
-                "reported on worker threads: {threads:?}"
-            );
-            wait_until(WAIT, "each callback dropped with its timer", || {
-                dropped.load(SeqCst) == 10
-            });
-            assert_eq!(calls.load(SeqCst), 10, "each callback ran once");
-            assert_eq!(ok.load(SeqCst), 1);
-            assert_usable(&rt, "panicking after_func callbacks");
-            // A fresh callback still fires.
-            let again = Arc::new(AtomicBool::new(false));
-            let a = again.clone();
-            rt.block_on(async move {
-                let _t = goro::time::after_func(Duration::from_millis(1), move || {
-                    a.store(true, SeqCst)
+                let calls = Arc::new(AtomicUsize::new(0));
+                let dropped = Arc::new(AtomicUsize::new(0));
+                let ok = Arc::new(AtomicUsize::new(0));
+                let (c, d, k) = (calls.clone(), dropped.clone(), ok.clone());
+                rt.block_on(async move {
+                    let timers: Vec<_> = (0..10)
+                        .map(|i| {
+                            let (c, g) = (c.clone(), Guard(d.clone()));
+                            goro::time::after_func(Duration::from_millis(1), move || {
+                                let _keep = &g;
+                                c.fetch_add(1, SeqCst);
+                                panic!("{marker} {i}");
+                            })
+                        })
+                        .collect();
+                    let fine = {
+                        let k = k.clone();
+                        goro::time::after_func(Duration::from_millis(2), move || {
+                            k.fetch_add(1, SeqCst);
+                        })
+                    };
+                    // Wait (without blocking a P) for every callback to have run.
+                    let deadline = Instant::now() + WAIT;
+                    while c.load(SeqCst) < 10 || k.load(SeqCst) < 1 {
+                        assert!(
+                            Instant::now() < deadline,
+                            "callbacks ran: {} panicking, {} fine",
+                            c.load(SeqCst),
+                            k.load(SeqCst)
+                        );
+                        goro::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    for t in &timers {
+                        assert!(!t.stop(), "a fired timer does not stop");
+                    }
+                    assert!(!fine.stop());
+                    drop(timers);
                 });
-                goro::time::sleep(Duration::from_millis(5)).await;
-            });
-            wait_until(WAIT, "a later callback fires", || again.load(SeqCst));
-            assert_eq!(dropped.load(SeqCst), 10, "nothing dropped twice");
-        });
+                wait_until(WAIT, "the panics were reported", || {
+                    reported(marker).len() == 10
+                });
+                let threads = reported(marker);
+                assert!(
+                    threads.iter().all(|t| t.starts_with("faults-m")),
+                    "reported on worker threads: {threads:?}"
+                );
+                wait_until(WAIT, "each callback dropped with its timer", || {
+                    dropped.load(SeqCst) == 10
+                });
+                assert_eq!(calls.load(SeqCst), 10, "each callback ran once");
+                assert_eq!(ok.load(SeqCst), 1);
+                assert_usable(&rt, "panicking after_func callbacks");
+                // A fresh callback still fires.
+                let again = Arc::new(AtomicBool::new(false));
+                let a = again.clone();
+                rt.block_on(async move {
+                    let _t = goro::time::after_func(Duration::from_millis(1), move || {
+                        a.store(true, SeqCst)
+                    });
+                    goro::time::sleep(Duration::from_millis(5)).await;
+                });
+                wait_until(WAIT, "a later callback fires", || again.load(SeqCst));
+                assert_eq!(dropped.load(SeqCst), 10, "nothing dropped twice");
+            },
+        );
     }
 }
 
@@ -347,63 +363,67 @@ fn a_panicking_after_func_callback_is_reported_and_the_runtime_goes_on() {
 #[test]
 fn pool_new_panicking_on_every_p_leaves_pool_and_runtime_usable() {
     for procs in [1, 3] {
-        within(LIMIT, &format!("Pool::new panics at procs={procs}"), move || {
-            let rt = rt(procs);
-            let ledger = Ledger::new();
-            let fail = Arc::new(AtomicBool::new(true));
-            let (l, f) = (ledger.clone(), fail.clone());
-            let pool = Arc::new(goro::sync::Pool::new(move || {
-                if f.load(SeqCst) {
-                    panic!("faults: Pool::new failed on purpose");
-                }
-                l.make()
-            }));
-            let p = pool.clone();
-            rt.block_on(async move {
-                let hs: Vec<_> = (0..30)
-                    .map(|_| {
-                        let p = p.clone();
-                        goro::spawn(async move {
-                            goro::yield_now().await;
-                            p.get()
-                        })
-                    })
-                    .collect();
-                for h in hs {
-                    match h.await {
-                        Err(e) => assert!(e.is_panic(), "get saw new's panic: {e}"),
-                        Ok(_) => panic!("get returned a value although new panicked"),
+        within(
+            LIMIT,
+            &format!("Pool::new panics at procs={procs}"),
+            move || {
+                let rt = rt(procs);
+                let ledger = Ledger::new();
+                let fail = Arc::new(AtomicBool::new(true));
+                let (l, f) = (ledger.clone(), fail.clone());
+                let pool = Arc::new(goro::sync::Pool::new(move || {
+                    if f.load(SeqCst) {
+                        panic!("faults: Pool::new failed on purpose");
                     }
-                }
-            });
-            assert_eq!(ledger.made(), 0);
-            fail.store(false, SeqCst);
-            let p = pool.clone();
-            rt.block_on(async move {
-                let hs: Vec<_> = (0..30)
-                    .map(|_| {
-                        let p = p.clone();
-                        goro::spawn(async move {
-                            let v = p.get().take();
-                            goro::yield_now().await;
-                            p.put(v.release());
+                    l.make()
+                }));
+                let p = pool.clone();
+                rt.block_on(async move {
+                    let hs: Vec<_> = (0..30)
+                        .map(|_| {
+                            let p = p.clone();
+                            goro::spawn(async move {
+                                goro::yield_now().await;
+                                p.get()
+                            })
                         })
-                    })
-                    .collect();
-                for h in hs {
-                    h.await.expect("get and put after new's panics");
-                }
-            });
-            assert!(ledger.made() >= 1, "new ran again");
-            assert_usable(&rt, "panics in Pool::new");
-            let made = ledger.made();
-            drop(pool);
-            assert!(
-                goro::sync::pool::wait_reclaimed(WAIT),
-                "the dropped pool's values were reclaimed"
-            );
-            all_dropped_once(&ledger, made, "values of a pool whose new panicked");
-        });
+                        .collect();
+                    for h in hs {
+                        match h.await {
+                            Err(e) => assert!(e.is_panic(), "get saw new's panic: {e}"),
+                            Ok(_) => panic!("get returned a value although new panicked"),
+                        }
+                    }
+                });
+                assert_eq!(ledger.made(), 0);
+                fail.store(false, SeqCst);
+                let p = pool.clone();
+                rt.block_on(async move {
+                    let hs: Vec<_> = (0..30)
+                        .map(|_| {
+                            let p = p.clone();
+                            goro::spawn(async move {
+                                let v = p.get().take();
+                                goro::yield_now().await;
+                                p.put(v.release());
+                            })
+                        })
+                        .collect();
+                    for h in hs {
+                        h.await.expect("get and put after new's panics");
+                    }
+                });
+                assert!(ledger.made() >= 1, "new ran again");
+                assert_usable(&rt, "panics in Pool::new");
+                let made = ledger.made();
+                drop(pool);
+                assert!(
+                    goro::sync::pool::wait_reclaimed(WAIT),
+                    "the dropped pool's values were reclaimed"
+                );
+                all_dropped_once(&ledger, made, "values of a pool whose new panicked");
+            },
+        );
     }
 }
 
@@ -419,42 +439,46 @@ fn pool_new_panicking_on_every_p_leaves_pool_and_runtime_usable() {
 #[test]
 fn a_panicking_drop_of_a_buffered_channel_value_spares_the_others() {
     for procs in [1, 2] {
-        within(LIMIT, &format!("chan Drop panic at procs={procs}"), move || {
-            let rt = rt(procs);
-            let ledger = Ledger::new();
-            let l = ledger.clone();
-            rt.block_on(async move {
-                let (tx, rx) = goro::chan::bounded::<Bomb>(8);
-                for i in 0..8 {
-                    let armed = (i == 3).then_some("faults: buffered value's Drop");
-                    tx.try_send(bomb(&l, armed)).map_err(|_| ()).unwrap();
-                }
-                let e = goro::spawn(async move {
-                    drop(tx);
-                    drop(rx); // the last handle: the buffer goes here
-                })
-                .await
-                .unwrap_err();
-                assert!(e.is_panic(), "{e}");
+        within(
+            LIMIT,
+            &format!("chan Drop panic at procs={procs}"),
+            move || {
+                let rt = rt(procs);
+                let ledger = Ledger::new();
+                let l = ledger.clone();
+                rt.block_on(async move {
+                    let (tx, rx) = goro::chan::bounded::<Bomb>(8);
+                    for i in 0..8 {
+                        let armed = (i == 3).then_some("faults: buffered value's Drop");
+                        tx.try_send(bomb(&l, armed)).map_err(|_| ()).unwrap();
+                    }
+                    let e = goro::spawn(async move {
+                        drop(tx);
+                        drop(rx); // the last handle: the buffer goes here
+                    })
+                    .await
+                    .unwrap_err();
+                    assert!(e.is_panic(), "{e}");
 
-                let (tx, rx) = goro::chan::bounded::<Bomb>(0);
-                let sender = goro::spawn(async move {
-                    tx.send(bomb(&l, Some("faults: received value's Drop")))
-                        .await
-                        .map_err(|_| ())
+                    let (tx, rx) = goro::chan::bounded::<Bomb>(0);
+                    let sender = goro::spawn(async move {
+                        tx.send(bomb(&l, Some("faults: received value's Drop")))
+                            .await
+                            .map_err(|_| ())
+                    });
+                    let e = goro::spawn(async move {
+                        let v = rx.recv().await;
+                        drop(v);
+                    })
+                    .await
+                    .unwrap_err();
+                    assert!(e.is_panic(), "the receiver's task panicked: {e}");
+                    assert_eq!(sender.await.unwrap(), Ok(()), "the sender is unaffected");
                 });
-                let e = goro::spawn(async move {
-                    let v = rx.recv().await;
-                    drop(v);
-                })
-                .await
-                .unwrap_err();
-                assert!(e.is_panic(), "the receiver's task panicked: {e}");
-                assert_eq!(sender.await.unwrap(), Ok(()), "the sender is unaffected");
-            });
-            all_dropped_once(&ledger, 9, "channel values beside a panicking one");
-            assert_usable(&rt, "a panicking Drop of a channel value");
-        });
+                all_dropped_once(&ledger, 9, "channel values beside a panicking one");
+                assert_usable(&rt, "a panicking Drop of a channel value");
+            },
+        );
     }
 }
 
@@ -467,44 +491,48 @@ fn a_panicking_drop_of_a_buffered_channel_value_spares_the_others() {
 fn a_panicking_drop_of_a_parked_senders_value_on_abort_keeps_the_p() {
     record_panics();
     for procs in [1, 2] {
-        within(LIMIT, &format!("abort with a panicking value at procs={procs}"), move || {
-            let rt = rt(procs);
-            let ledger = Ledger::new();
-            let l = ledger.clone();
-            let parked = Arc::new(AtomicUsize::new(0));
-            let pk = parked.clone();
-            rt.block_on(async move {
-                let (tx, rx) = goro::chan::bounded::<Bomb>(0);
-                let hs: Vec<_> = (0..4)
-                    .map(|_| {
-                        let (tx, l, pk) = (tx.clone(), l.clone(), pk.clone());
-                        goro::spawn(async move {
-                            let v = bomb(&l, Some("faults-parked-send-drop"));
-                            pk.fetch_add(1, SeqCst);
-                            let _ = tx.send(v).await;
+        within(
+            LIMIT,
+            &format!("abort with a panicking value at procs={procs}"),
+            move || {
+                let rt = rt(procs);
+                let ledger = Ledger::new();
+                let l = ledger.clone();
+                let parked = Arc::new(AtomicUsize::new(0));
+                let pk = parked.clone();
+                rt.block_on(async move {
+                    let (tx, rx) = goro::chan::bounded::<Bomb>(0);
+                    let hs: Vec<_> = (0..4)
+                        .map(|_| {
+                            let (tx, l, pk) = (tx.clone(), l.clone(), pk.clone());
+                            goro::spawn(async move {
+                                let v = bomb(&l, Some("faults-parked-send-drop"));
+                                pk.fetch_add(1, SeqCst);
+                                let _ = tx.send(v).await;
+                            })
                         })
-                    })
-                    .collect();
-                let deadline = Instant::now() + WAIT;
-                while pk.load(SeqCst) < 4 || !tx.is_empty() {
-                    assert!(Instant::now() < deadline, "senders parked");
-                    goro::time::sleep(Duration::from_millis(1)).await;
-                }
-                for h in &hs {
-                    h.abort();
-                }
-                for h in hs {
-                    assert!(h.await.unwrap_err().is_cancelled());
-                }
-                drop(rx);
-            });
-            // `abort` returns before the scheduler has dropped the future.
-            wait_until(WAIT, "the aborted senders' values were dropped", || {
-                ledger.dropped() == 4
-            });
-            all_dropped_once(&ledger, 4, "values of aborted senders");
-            assert_usable(&rt, "aborting tasks whose values panic on Drop");
-        });
+                        .collect();
+                    let deadline = Instant::now() + WAIT;
+                    while pk.load(SeqCst) < 4 || !tx.is_empty() {
+                        assert!(Instant::now() < deadline, "senders parked");
+                        goro::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    for h in &hs {
+                        h.abort();
+                    }
+                    for h in hs {
+                        assert!(h.await.unwrap_err().is_cancelled());
+                    }
+                    drop(rx);
+                });
+                // `abort` returns before the scheduler has dropped the future.
+                wait_until(WAIT, "the aborted senders' values were dropped", || {
+                    ledger.dropped() == 4
+                });
+                all_dropped_once(&ledger, 4, "values of aborted senders");
+                assert_usable(&rt, "aborting tasks whose values panic on Drop");
+            },
+        );
     }
 }
 
@@ -533,66 +561,70 @@ impl Future for ReadyWithBomb {
 fn a_panicking_drop_of_a_tasks_future_or_output_keeps_the_runtime_whole() {
     record_panics();
     for procs in [1, 2] {
-        within(LIMIT, &format!("task Drop panics at procs={procs}"), move || {
-            let rt = rt(procs);
-            let ledger = Ledger::new();
-            let l = ledger.clone();
-            rt.block_on(async move {
-                // Dropped by the scheduler after the future completed.
-                for _ in 0..3 {
-                    let f = ReadyWithBomb(Some(bomb(&l, Some("faults-completed-future-drop"))));
-                    let e = goro::spawn(f).await.unwrap_err();
-                    assert!(e.is_panic(), "a completed future's Drop panicked: {e}");
-                }
-                // Dropped by abort while parked.
-                for _ in 0..3 {
-                    let b = bomb(&l, Some("faults-aborted-future-drop"));
-                    let h = goro::spawn(async move {
-                        let _b = b;
-                        std::future::pending::<()>().await
-                    });
+        within(
+            LIMIT,
+            &format!("task Drop panics at procs={procs}"),
+            move || {
+                let rt = rt(procs);
+                let ledger = Ledger::new();
+                let l = ledger.clone();
+                rt.block_on(async move {
+                    // Dropped by the scheduler after the future completed.
+                    for _ in 0..3 {
+                        let f = ReadyWithBomb(Some(bomb(&l, Some("faults-completed-future-drop"))));
+                        let e = goro::spawn(f).await.unwrap_err();
+                        assert!(e.is_panic(), "a completed future's Drop panicked: {e}");
+                    }
+                    // Dropped by abort while parked.
+                    for _ in 0..3 {
+                        let b = bomb(&l, Some("faults-aborted-future-drop"));
+                        let h = goro::spawn(async move {
+                            let _b = b;
+                            std::future::pending::<()>().await
+                        });
+                        goro::yield_now().await;
+                        h.abort();
+                        assert!(h.await.unwrap_err().is_cancelled());
+                    }
+                    // A detached task's output.
+                    let done = Arc::new(AtomicUsize::new(0));
+                    for _ in 0..3 {
+                        let (l, d) = (l.clone(), done.clone());
+                        drop(goro::spawn(async move {
+                            d.fetch_add(1, SeqCst);
+                            bomb(&l, Some("faults-detached-output-drop"))
+                        }));
+                    }
+                    let deadline = Instant::now() + WAIT;
+                    while l.dropped() < 9 {
+                        assert!(Instant::now() < deadline, "detached outputs dropped");
+                        goro::time::sleep(Duration::from_millis(1)).await;
+                    }
+                });
+                all_dropped_once(&ledger, 9, "futures and outputs dropped by the scheduler");
+                assert_usable(&rt, "panicking Drops of futures and outputs");
+                // And at shutdown: a panicking Drop of one parked future does
+                // not keep the others from being dropped, nor the drop from
+                // returning.
+                let dropped = Arc::new(AtomicUsize::new(0));
+                let (l, d) = (ledger.clone(), dropped.clone());
+                rt.block_on(async move {
+                    for i in 0..10 {
+                        let b = bomb(&l, (i % 3 == 0).then_some("faults-shutdown-future-drop"));
+                        let g = Guard(d.clone());
+                        goro::spawn(async move {
+                            let _b = b;
+                            let _g = g;
+                            std::future::pending::<()>().await
+                        });
+                    }
                     goro::yield_now().await;
-                    h.abort();
-                    assert!(h.await.unwrap_err().is_cancelled());
-                }
-                // A detached task's output.
-                let done = Arc::new(AtomicUsize::new(0));
-                for _ in 0..3 {
-                    let (l, d) = (l.clone(), done.clone());
-                    drop(goro::spawn(async move {
-                        d.fetch_add(1, SeqCst);
-                        bomb(&l, Some("faults-detached-output-drop"))
-                    }));
-                }
-                let deadline = Instant::now() + WAIT;
-                while l.dropped() < 9 {
-                    assert!(Instant::now() < deadline, "detached outputs dropped");
-                    goro::time::sleep(Duration::from_millis(1)).await;
-                }
-            });
-            all_dropped_once(&ledger, 9, "futures and outputs dropped by the scheduler");
-            assert_usable(&rt, "panicking Drops of futures and outputs");
-            // And at shutdown: a panicking Drop of one parked future does
-            // not keep the others from being dropped, nor the drop from
-            // returning.
-            let dropped = Arc::new(AtomicUsize::new(0));
-            let (l, d) = (ledger.clone(), dropped.clone());
-            rt.block_on(async move {
-                for i in 0..10 {
-                    let b = bomb(&l, (i % 3 == 0).then_some("faults-shutdown-future-drop"));
-                    let g = Guard(d.clone());
-                    goro::spawn(async move {
-                        let _b = b;
-                        let _g = g;
-                        std::future::pending::<()>().await
-                    });
-                }
-                goro::yield_now().await;
-            });
-            drop(rt);
-            assert_eq!(dropped.load(SeqCst), 10, "every future dropped at shutdown");
-            all_dropped_once(&ledger, 19, "futures dropped at shutdown");
-        });
+                });
+                drop(rt);
+                assert_eq!(dropped.load(SeqCst), 10, "every future dropped at shutdown");
+                all_dropped_once(&ledger, 19, "futures dropped at shutdown");
+            },
+        );
     }
 }
 
@@ -958,7 +990,11 @@ fn shutdown_with_tasks_parked_on_every_kind_of_wait_drops_everything_once() {
                     && t.contains("spinningthreads=0 ")
             });
             let spawned = sites.spawned.load(SeqCst);
-            assert_eq!(sites.dropped.load(SeqCst), 0, "nothing dropped before shutdown");
+            assert_eq!(
+                sites.dropped.load(SeqCst),
+                0,
+                "nothing dropped before shutdown"
+            );
 
             // The block_in_place closure returns once the drop has begun or
             // just before: either way the drop must wait for it.
@@ -968,9 +1004,9 @@ fn shutdown_with_tasks_parked_on_every_kind_of_wait_drops_everything_once() {
                 drop(rt);
                 let _ = done_tx.send(());
             });
-            done_rx
-                .recv_timeout(WAIT)
-                .unwrap_or_else(|_| panic!("dropping the runtime did not complete within {WAIT:?}"));
+            done_rx.recv_timeout(WAIT).unwrap_or_else(|_| {
+                panic!("dropping the runtime did not complete within {WAIT:?}")
+            });
             dropper.join().unwrap();
             assert_eq!(
                 sites.dropped.load(SeqCst),
@@ -980,8 +1016,13 @@ fn shutdown_with_tasks_parked_on_every_kind_of_wait_drops_everything_once() {
             );
             // A dropped pool's values and the spawn_blocking closure's go
             // a moment later (reclaimer thread, blocking thread).
-            assert!(goro::sync::pool::wait_reclaimed(WAIT), "pool values reclaimed");
-            wait_until(WAIT, "every value dropped", || ledger.dropped() == ledger.made());
+            assert!(
+                goro::sync::pool::wait_reclaimed(WAIT),
+                "pool values reclaimed"
+            );
+            wait_until(WAIT, "every value dropped", || {
+                ledger.dropped() == ledger.made()
+            });
             all_dropped_once(&ledger, ledger.made(), "values held by parked tasks");
         });
     }

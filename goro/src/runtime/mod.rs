@@ -137,13 +137,7 @@ impl Builder {
                 "goro: thread_name({thread_name:?}) contains a NUL byte: accepted a string without NUL bytes"
             )));
         }
-        let sched = Sched::new(
-            procs,
-            policy,
-            thread_name,
-            schedtrace,
-            pool_cycle,
-        );
+        let sched = Sched::new(procs, policy, thread_name, schedtrace, pool_cycle);
         sched.init_idle();
         let s = sched.clone();
         let monitor = std::thread::Builder::new()

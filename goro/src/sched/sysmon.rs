@@ -29,8 +29,8 @@
 use crate::loom::{AtomicBool, Condvar, Mutex, Ordering};
 use crate::sched::Sched;
 use crate::stats::bump_shared;
-use std::sync::Arc;
 use crate::time::clock::instant_after;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A poll longer than this, with work queued behind it, gets its P marked

@@ -269,9 +269,7 @@ impl<T> JoinHandle<T> {
         }
     }
 
-    fn slot(
-        &self,
-    ) -> std::sync::MutexGuard<'_, Option<async_task::FallibleTask<TaskOutput<T>>>> {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<async_task::FallibleTask<TaskOutput<T>>>> {
         self.task.lock().unwrap_or_else(|e| e.into_inner())
     }
 

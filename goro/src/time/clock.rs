@@ -47,8 +47,7 @@ pub(crate) fn when_after(d: Duration) -> u64 {
 /// interval from the user (`Builder::pool_cycle`, `GORO_SCHEDTRACE`)
 /// must not kill the thread that computes it.
 pub(crate) fn instant_after(t: Instant, d: Duration) -> Instant {
-    t.checked_add(d)
-        .unwrap_or_else(|| instant_of(NEVER).max(t))
+    t.checked_add(d).unwrap_or_else(|| instant_of(NEVER).max(t))
 }
 
 /// The instant of clock value `when`.
