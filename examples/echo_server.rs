@@ -16,7 +16,7 @@
 #[path = "net_flags.rs"]
 mod net_flags;
 
-use goro::net::{TcpListener, TcpStream};
+use goro::net::TcpStream;
 use std::time::{Duration, Instant};
 
 const NAME: &str = "echo_server";
@@ -45,25 +45,5 @@ async fn echo(s: TcpStream) {
 fn main() {
     let flags = net_flags::parse(NAME, "echoes what each TCP client sends (goro)");
     let rt = net_flags::runtime(NAME, flags.procs);
-    rt.block_on(async {
-        let l = TcpListener::bind(flags.addr).await.unwrap_or_else(|e| {
-            eprintln!("{NAME}: listen on {}: {e}", flags.addr);
-            std::process::exit(1);
-        });
-        println!("listening on {}", l.local_addr().expect("local address"));
-        loop {
-            let accepted = l
-                .accept_with_backoff(|e, delay| {
-                    eprintln!("{NAME}: accept: {e}; retrying in {delay:?}")
-                })
-                .await;
-            match accepted {
-                Ok((stream, _peer)) => drop(goro::spawn(echo(stream))),
-                Err(e) => {
-                    eprintln!("{NAME}: accept: {e}");
-                    std::process::exit(1);
-                }
-            }
-        }
-    });
+    rt.block_on(net_flags::serve(NAME, flags.addr, echo));
 }

@@ -30,7 +30,7 @@ mod net_flags;
 
 use bytes::Bytes;
 use goro::net::hyper::{GoroIo, GoroTimer};
-use goro::net::{TcpListener, TcpStream};
+use goro::net::TcpStream;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -72,26 +72,5 @@ fn main() {
         "answers `Hello, World!` over HTTP/1.1 (hyper on goro)",
     );
     let rt = net_flags::runtime(NAME, flags.procs);
-    rt.block_on(async {
-        let l = TcpListener::bind(flags.addr).await.unwrap_or_else(|e| {
-            eprintln!("{NAME}: listen on {}: {e}", flags.addr);
-            std::process::exit(1);
-        });
-        println!("listening on {}", l.local_addr().expect("local address"));
-        loop {
-            let accepted = l
-                .accept_with_backoff(|e, delay| {
-                    eprintln!("{NAME}: accept: {e}; retrying in {delay:?}")
-                })
-                .await;
-            match accepted {
-                Ok((stream, _peer)) => drop(goro::spawn(serve_conn(stream))),
-                Err(e) => {
-                    // Not a passing condition (the listener itself broke).
-                    eprintln!("{NAME}: accept: {e}");
-                    std::process::exit(1);
-                }
-            }
-        }
-    });
+    rt.block_on(net_flags::serve(NAME, flags.addr, serve_conn));
 }

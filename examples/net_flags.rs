@@ -1,5 +1,6 @@
 //! The command line of the server examples (`echo_server`, `http_hello`),
-//! parsed by hand: `--addr HOST:PORT`, `--procs N`, `--help`.
+//! parsed by hand: `--addr HOST:PORT`, `--procs N`, `--help`; and their
+//! accept loop ([`serve`]).
 //!
 //! Included by each with `#[path = "net_flags.rs"] mod net_flags;`.
 
@@ -105,4 +106,34 @@ pub fn runtime(name: &str, procs: Option<usize>) -> goro::Runtime {
         eprintln!("{name}: {e}");
         std::process::exit(2);
     })
+}
+
+/// Listens on `addr`, prints the address once ready, and spawns
+/// `handle(stream)` for every connection, forever. Accept errors from
+/// running out of descriptors or memory are ridden out with Go net/http's
+/// back-off (`accept_with_backoff`); any other, or a failed bind, exits 1.
+pub async fn serve<F>(name: &str, addr: SocketAddr, handle: impl Fn(goro::net::TcpStream) -> F)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let l = goro::net::TcpListener::bind(addr)
+        .await
+        .unwrap_or_else(|e| {
+            eprintln!("{name}: listen on {addr}: {e}");
+            std::process::exit(1);
+        });
+    println!("listening on {}", l.local_addr().expect("local address"));
+    loop {
+        let accepted = l
+            .accept_with_backoff(|e, delay| eprintln!("{name}: accept: {e}; retrying in {delay:?}"))
+            .await;
+        match accepted {
+            Ok((stream, _peer)) => drop(goro::spawn(handle(stream))),
+            Err(e) => {
+                // Not a passing condition (the listener itself broke).
+                eprintln!("{name}: accept: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
 }

@@ -8,24 +8,8 @@ mod net_support;
 
 use common::within;
 use goro::net::TcpListener;
-use net_support::LIMIT;
+use net_support::{set_soft_fd_limit, LIMIT};
 use std::fs::File;
-
-fn set_soft_fd_limit(n: u64) -> u64 {
-    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
-    unsafe {
-        let mut rl: libc::rlimit = std::mem::zeroed();
-        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl), 0);
-        let old = rl.rlim_cur as u64;
-        rl.rlim_cur = n as libc::rlim_t;
-        assert_eq!(
-            libc::setrlimit(libc::RLIMIT_NOFILE, &rl),
-            0,
-            "setrlimit({n})"
-        );
-        old
-    }
-}
 
 #[test]
 fn accept_under_emfile_returns_the_error_and_recovers() {

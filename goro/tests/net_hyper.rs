@@ -569,17 +569,10 @@ fn idle_hyper_keep_alive_connections_wake_nothing() {
                 switches,
             )
         };
-        let mut prev = snapshot();
-        common::wait_until(
+        common::wait_until_quiet(
             Duration::from_secs(10),
             "server threads stop waking",
-            || {
-                std::thread::sleep(Duration::from_millis(50));
-                let now = snapshot();
-                let quiet = now == prev;
-                prev = now;
-                quiet
-            },
+            &snapshot,
         );
         let before = snapshot();
         std::thread::sleep(Duration::from_secs(1));

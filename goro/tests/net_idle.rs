@@ -6,7 +6,7 @@ mod common;
 #[path = "net_support.rs"]
 mod net_support;
 
-use common::{thread_state, threads_named, wait_until, within};
+use common::{thread_state, threads_named, wait_until, wait_until_quiet, within};
 use goro::net::{TcpListener, TcpStream};
 use net_support::{raise_fd_limit, LIMIT};
 use std::time::Duration;
@@ -69,17 +69,10 @@ fn a_runtime_with_1000_idle_connections_does_not_wake() {
                 switches,
             )
         };
-        let mut prev = snapshot();
-        wait_until(
+        wait_until_quiet(
             Duration::from_secs(10),
             "runtime threads stop waking",
-            || {
-                std::thread::sleep(Duration::from_millis(50));
-                let now = snapshot();
-                let stable = now == prev;
-                prev = now;
-                stable
-            },
+            &snapshot,
         );
         let before = snapshot();
         std::thread::sleep(Duration::from_secs(1));

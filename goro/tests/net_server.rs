@@ -15,9 +15,9 @@ mod common;
 #[path = "net_support.rs"]
 mod net_support;
 
-use common::{process_cpu, thread_state, threads_named, wait_until, within};
+use common::{process_cpu, thread_state, threads_named, wait_until, wait_until_quiet, within};
 use goro::net::{TcpListener, TcpStream};
-use net_support::{raise_fd_limit, read_exact};
+use net_support::{raise_fd_limit, read_exact, set_soft_fd_limit};
 use std::io::{self, Read as _, Write as _};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -317,17 +317,10 @@ fn a_server_with_1000_idle_keep_alive_connections_uses_no_cpu() {
                 .collect::<Vec<_>>()
         };
         // The monitors' last rounds: wait until a 50 ms window is quiet.
-        let mut prev = snapshot();
-        wait_until(
+        wait_until_quiet(
             Duration::from_secs(10),
             "runtime threads stop waking",
-            || {
-                std::thread::sleep(Duration::from_millis(50));
-                let now = snapshot();
-                let quiet = now == prev;
-                prev = now;
-                quiet
-            },
+            &snapshot,
         );
         let (stats0, cpu0) = (snapshot(), process_cpu());
         std::thread::sleep(IDLE_WINDOW);
@@ -350,22 +343,6 @@ fn a_server_with_1000_idle_keep_alive_connections_uses_no_cpu() {
 
 // ---------------------------------------------------------------------
 // Accept back-off
-
-fn set_soft_fd_limit(n: u64) -> u64 {
-    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
-    unsafe {
-        let mut rl: libc::rlimit = std::mem::zeroed();
-        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl), 0);
-        let old = rl.rlim_cur as u64;
-        rl.rlim_cur = n as libc::rlim_t;
-        assert_eq!(
-            libc::setrlimit(libc::RLIMIT_NOFILE, &rl),
-            0,
-            "setrlimit({n})"
-        );
-        old
-    }
-}
 
 #[test]
 fn the_accept_loop_backs_off_under_emfile_and_serves_again() {

@@ -22,6 +22,24 @@ pub fn raise_fd_limit(want: u64) -> u64 {
     }
 }
 
+/// Sets the soft `RLIMIT_NOFILE` to `n` (the EMFILE tests); returns the
+/// previous soft limit, to restore.
+pub fn set_soft_fd_limit(n: u64) -> u64 {
+    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
+    unsafe {
+        let mut rl: libc::rlimit = std::mem::zeroed();
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl), 0);
+        let old = rl.rlim_cur as u64;
+        rl.rlim_cur = n as libc::rlim_t;
+        assert_eq!(
+            libc::setrlimit(libc::RLIMIT_NOFILE, &rl),
+            0,
+            "setrlimit({n})"
+        );
+        old
+    }
+}
+
 /// Reads until `buf` is full; fails on EOF.
 pub async fn read_exact(s: &goro::net::TcpStream, buf: &mut [u8]) -> std::io::Result<()> {
     let mut n = 0;

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{process_cpu, thread_state, threads_named, wait_until};
+use common::{process_cpu, thread_state, threads_named, wait_until, wait_until_quiet};
 use std::time::Duration;
 
 #[test]
@@ -62,22 +62,12 @@ fn idle_runtime_uses_no_cpu_and_its_threads_sleep() {
         },
     );
     // Let the monitor finish its last round and go to its idle sleep.
-    let before_switches: Vec<u64> = {
-        let mut prev: Vec<u64> = tids.iter().map(|&t| thread_state(t).unwrap().1).collect();
-        // Wait until switch counts are stable across a 50 ms window.
-        wait_until(
-            Duration::from_secs(10),
-            "runtime threads stop waking",
-            || {
-                std::thread::sleep(Duration::from_millis(50));
-                let now: Vec<u64> = tids.iter().map(|&t| thread_state(t).unwrap().1).collect();
-                let stable = now == prev;
-                prev = now;
-                stable
-            },
-        );
-        prev
-    };
+    // Wait until switch counts are stable across a 50 ms window.
+    let before_switches: Vec<u64> = wait_until_quiet(
+        Duration::from_secs(10),
+        "runtime threads stop waking",
+        || tids.iter().map(|&t| thread_state(t).unwrap().1).collect(),
+    );
     let cpu0 = process_cpu();
     std::thread::sleep(Duration::from_secs(2));
     let cpu = process_cpu() - cpu0;

@@ -13,8 +13,8 @@
 //!   also every 61st slice while the queue has work (a shorter tail;
 //!   `find.rs` says why for both), polls with a zero timeout; the wakes
 //!   land at the tail of its own P's queue (see below). The poll is
-//!   skipped when nothing is registered (a runtime without sockets pays one atomic
-//!   load), when the last poll was less than [`MIN_POLL_GAP`] ago (so Ms
+//!   skipped when nothing is registered (a runtime without sockets pays
+//!   one atomic load), when the last poll was less than [`MIN_POLL_GAP`] ago (so Ms
 //!   spinning for work do not turn into an `epoll_wait` storm), and when
 //!   another thread is inside the epoll (its lock is taken: a blocked M
 //!   delivers the events itself).
@@ -424,8 +424,8 @@ impl Sched {
 }
 
 impl Machine {
-    /// Find-runnable's step 6: a non-blocking poll, if due. Returns a task it
-    /// readied onto this P, if any.
+    /// Find-runnable's non-blocking poll (steps 2 and 6), if due. Returns
+    /// the head of this P's queue once the poll readied something onto it.
     pub(crate) fn netpoll(&mut self) -> Option<Runnable> {
         let pid = self.p();
         // Fields, not methods: `sched` and `ready` are borrowed apart (no

@@ -50,7 +50,7 @@
 //! 10 ms). A server then works in rounds: a poll readies a batch, the P
 //! runs it to the end, polls again. A request that arrives just after a
 //! poll waits for the rest of the current round and then for its place in
-//! the next: up to two rounds. Polling every [`NETPOLL_TICK`] slices as
+//! the next: up to two rounds. Polling every [`FAIRNESS_TICK`] slices as
 //! well (if due: the poller's rate limit still holds) puts new readiness at
 //! the tail of the queue while the round runs, so a request waits only for
 //! what was queued before it, at most about one round: a shorter tail for
@@ -66,8 +66,12 @@ use crate::sched::task::Runnable;
 use crate::stats::{bump, bump_shared};
 use std::time::Instant;
 
-/// Every this many slices the global queue is checked before the local one.
-const GLOBAL_FAIRNESS_TICK: u64 = 61;
+/// Every this many slices the global queue is checked before the local one,
+/// and the network is polled (if due, see `net/poller.rs`) with its wakes
+/// joining the local queue's tail. Go polls the network only when a P runs
+/// dry; the module docs say why goro does not wait that long (tokio's
+/// `event_interval` is also 61).
+const FAIRNESS_TICK: u64 = 61;
 
 /// While the local queue has work, this P's timers are checked every this
 /// many slices (and always when it runs dry): a check costs a clock read,
@@ -75,12 +79,6 @@ const GLOBAL_FAIRNESS_TICK: u64 = 61;
 /// time when done on every slice (Go's choice). A due timer waits at most
 /// this many polls; tokio checks its timers every 61.
 const TIMER_CHECK_TICK: u64 = 4;
-
-/// While the local queue has work, the network is polled (if due, see
-/// `net/poller.rs`) every this many slices; its wakes join the queue's
-/// tail. Go polls only when a P runs dry; see the module docs for why goro
-/// does not wait that long. tokio's `event_interval` is also 61.
-const NETPOLL_TICK: u64 = 61;
 
 impl Machine {
     /// Returns a task to run with the P still held (the bool: it inherits the
@@ -93,15 +91,15 @@ impl Machine {
         if tick.is_multiple_of(TIMER_CHECK_TICK) {
             self.check_own_timers(); // else in `find_slow` if the queue is dry
         }
-        let p = &self.sched.ps[pid];
-        if tick.is_multiple_of(GLOBAL_FAIRNESS_TICK) && !self.sched.global.is_empty() {
-            if let Some((t, _)) = self.sched.global.take_batch(self.sched.procs, 0, 1) {
-                bump(&p.counters.global_tasks, 1);
-                return Some((t, false));
+        if tick.is_multiple_of(FAIRNESS_TICK) {
+            if !self.sched.global.is_empty() {
+                if let Some((t, _)) = self.sched.global.take_batch(self.sched.procs, 0, 1) {
+                    bump(&self.sched.ps[pid].counters.global_tasks, 1);
+                    return Some((t, false));
+                }
             }
-        }
-        if tick.is_multiple_of(NETPOLL_TICK) {
-            // The wakes go to the tail; what comes back is the queue's head.
+            // The network too, if a poll is due: the wakes go to the tail,
+            // what comes back is the queue's head.
             if let Some(t) = self.netpoll() {
                 return Some((t, false));
             }

@@ -40,6 +40,25 @@ pub fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Waits until `snapshot` returns the same value at both ends of a 50 ms
+/// window (the threads it watches have stopped waking), failing with
+/// `what` after `limit`; returns that value.
+pub fn wait_until_quiet<T: PartialEq>(
+    limit: Duration,
+    what: &str,
+    mut snapshot: impl FnMut() -> T,
+) -> T {
+    let mut prev = snapshot();
+    wait_until(limit, what, || {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = snapshot();
+        let quiet = now == prev;
+        prev = now;
+        quiet
+    });
+    prev
+}
+
 /// The ids of this process's threads whose name starts with `prefix`.
 pub fn threads_named(prefix: &str) -> Vec<u32> {
     let mut out = Vec::new();
