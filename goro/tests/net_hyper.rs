@@ -553,22 +553,7 @@ fn idle_hyper_keep_alive_connections_wake_nothing() {
                     .iter()
                     .all(|&t| common::thread_state(t).map(|s| s.0) == Some('S'))
         });
-        let snapshot = || {
-            let s = server_rt.stats();
-            let switches: u64 = tids
-                .iter()
-                .filter_map(|&t| common::thread_state(t))
-                .map(|s| s.1)
-                .sum();
-            (
-                s.parks,
-                s.unparks,
-                s.timer_sleeper_wakes,
-                s.netpolls,
-                s.tasks_polled,
-                switches,
-            )
-        };
+        let snapshot = || common::activity(&server_rt, &tids);
         common::wait_until_quiet(
             Duration::from_secs(10),
             "server threads stop waking",

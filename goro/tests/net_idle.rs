@@ -6,7 +6,7 @@ mod common;
 #[path = "net_support.rs"]
 mod net_support;
 
-use common::{thread_state, threads_named, wait_until, wait_until_quiet, within};
+use common::{activity, thread_state, threads_named, wait_until, wait_until_quiet, within};
 use goro::net::{TcpListener, TcpStream};
 use net_support::{raise_fd_limit, LIMIT};
 use std::time::Duration;
@@ -53,22 +53,7 @@ fn a_runtime_with_1000_idle_connections_does_not_wake() {
         );
         // Wait until nothing moves over a 50 ms window (the monitor's last
         // rounds), then watch a longer one.
-        let snapshot = || {
-            let s = rt.stats();
-            let switches: u64 = tids
-                .iter()
-                .filter_map(|&t| thread_state(t))
-                .map(|s| s.1)
-                .sum();
-            (
-                s.parks,
-                s.unparks,
-                s.timer_sleeper_wakes,
-                s.netpolls,
-                s.tasks_polled,
-                switches,
-            )
-        };
+        let snapshot = || activity(&rt, &tids);
         wait_until_quiet(
             Duration::from_secs(10),
             "runtime threads stop waking",

@@ -40,6 +40,26 @@ pub fn wait_until(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// What a runtime's threads have been doing, for idleness checks: (parks,
+/// unparks, timer-sleeper wakes, netpolls, task polls, context switches of
+/// the threads `tids`).
+pub fn activity(rt: &goro::Runtime, tids: &[u32]) -> (u64, u64, u64, u64, u64, u64) {
+    let s = rt.stats();
+    let switches: u64 = tids
+        .iter()
+        .filter_map(|&t| thread_state(t))
+        .map(|s| s.1)
+        .sum();
+    (
+        s.parks,
+        s.unparks,
+        s.timer_sleeper_wakes,
+        s.netpolls,
+        s.tasks_polled,
+        switches,
+    )
+}
+
 /// Waits until `snapshot` returns the same value at both ends of a 50 ms
 /// window (the threads it watches have stopped waking), failing with
 /// `what` after `limit`; returns that value.
