@@ -97,7 +97,7 @@ pub(crate) use victim::{any_values, cycle_all, cycles, monitor_cycle};
 
 use self::core::{Found, PoolCore, Who};
 use crate::sched::machine::CTX;
-use crate::sched::{Sched, NO_P};
+use crate::sched::NO_P;
 use crate::stats::{bump, bump_shared, Counters};
 use std::fmt;
 use std::sync::atomic::AtomicU64;
@@ -197,21 +197,21 @@ impl<T: Send + 'static> Pool<T> {
     /// ```
     #[inline]
     pub fn get(&self) -> T {
-        let found = with_here(|who, counts| {
-            let found = self.shared.core.get(who);
-            match &found {
-                Found::Primary(_) => counts.bump(|c| &c.pool_hits),
-                Found::Victim(_) => {
-                    counts.bump(|c| &c.pool_misses);
-                    counts.bump(|c| &c.pool_victim_hits);
-                }
-                Found::Nothing => {
-                    counts.bump(|c| &c.pool_misses);
-                    counts.bump(|c| &c.pool_new_calls);
-                }
+        // SAFETY: `here` is used inside this call only, which runs no user
+        // code and does not return to the scheduler.
+        let (who, counts) = unsafe { here() };
+        let found = self.shared.core.get(&who);
+        match &found {
+            Found::Primary(_) => counts.bump(|c| &c.pool_hits),
+            Found::Victim(_) => {
+                counts.bump(|c| &c.pool_misses);
+                counts.bump(|c| &c.pool_victim_hits);
             }
-            found
-        });
+            Found::Nothing => {
+                counts.bump(|c| &c.pool_misses);
+                counts.bump(|c| &c.pool_new_calls);
+            }
+        }
         match found {
             Found::Primary(v) | Found::Victim(v) => v,
             // Outside every pinned section and lock: `new` may panic, block
@@ -231,7 +231,9 @@ impl<T: Send + 'static> Pool<T> {
     /// ```
     #[inline]
     pub fn put(&self, v: T) {
-        with_here(|who, _| self.shared.core.put(who, v));
+        // SAFETY: as in `get`.
+        let (who, _) = unsafe { here() };
+        self.shared.core.put(&who, v);
     }
 }
 
@@ -327,42 +329,50 @@ std::thread_local! {
     static GUEST: pin::GuestRecord = const { pin::GuestRecord::new() };
 }
 
-/// Runs `f` with the caller's identity: the P it holds (slot, record,
-/// counters), or a guest record. `f` must not run user code.
+/// The caller's identity: the P it holds (slot, record, counters), or a
+/// guest record.
+///
+/// A function returning the identity rather than one taking a closure: the
+/// closure was not always inlined into `get` and `put` (it depends on how
+/// the calling crate is split into codegen units), and the extra frame cost
+/// about a third of a put+get pair.
+///
+/// # Safety
+/// The result must be dropped before the calling thread runs user code or
+/// returns to the scheduler: until then it keeps the P (and its runtime)
+/// the context names, which is what the lifetime `'a` stands for.
 #[inline(always)]
-fn with_here<R>(f: impl FnOnce(&Who<'_>, Counts<'_>) -> R) -> R {
+unsafe fn here<'a>() -> (Who<'a>, Counts<'a>) {
     let (sched, p) = CTX
         .try_with(|c| (c.sched.get(), c.p.get()))
         .unwrap_or((std::ptr::null(), NO_P));
-    if !sched.is_null() {
-        // SAFETY: a non-null context pointer is kept alive by its setter for
-        // as long as it is set (see `machine::current_sched`), and `f` does
-        // not return to the scheduler, so it stays set while we use it.
-        let s: &Sched = unsafe { &*sched };
-        if p != NO_P {
+    // SAFETY: a non-null context pointer is kept alive by its setter for as
+    // long as it is set (see `machine::current_sched`), and it stays set
+    // until the caller next returns to the scheduler (the contract above).
+    match unsafe { sched.as_ref() } {
+        Some(s) if p != NO_P => {
             let proc = &s.ps[p];
             let (slot, rec) = proc.pool.get();
-            // SAFETY: this thread holds P `p` (its context says so) until `f`
-            // returns, since `f` runs no user code that could give the P
-            // away; a P's slot and record are used only by its holder.
-            let who = unsafe { Who::owner(slot, rec) };
-            return f(&who, Counts::P(&proc.counters));
+            // SAFETY: this thread holds P `p` (its context says so) until the
+            // caller next runs user code (the contract above); a P's slot and
+            // record are used only by its holder.
+            (unsafe { Who::owner(slot, rec) }, Counts::P(&proc.counters))
         }
-        return with_guest(|who| f(who, Counts::Shared(&s.counters)));
+        Some(s) => (guest(), Counts::Shared(&s.counters)),
+        None => (guest(), Counts::None),
     }
-    with_guest(|who| f(who, Counts::None))
 }
 
-fn with_guest<R>(f: impl FnOnce(&Who<'_>) -> R) -> R {
+/// The identity of a thread without a P: its guest record.
+#[cold]
+fn guest() -> Who<'static> {
     // Fails only inside a thread-local destructor at thread exit: then the
     // thread uses the lists alone.
     match GUEST.try_with(|g| g.get()) {
-        Ok(rec) => {
-            // SAFETY: the guest record belongs to this thread alone (it is
-            // returned to the free list only when the thread exits).
-            let who = unsafe { Who::guest(rec) };
-            f(&who)
-        }
-        Err(_) => f(&Who::none()),
+        // SAFETY: the guest record belongs to this thread alone (it is
+        // returned to the free list only when the thread exits, and the
+        // `Who` does not outlive the pool call that made it).
+        Ok(rec) => unsafe { Who::guest(rec) },
+        Err(_) => Who::none(),
     }
 }
