@@ -197,21 +197,24 @@ impl<T: Send + 'static> Pool<T> {
     /// ```
     #[inline]
     pub fn get(&self) -> T {
-        // SAFETY: `here` is used inside this call only, which runs no user
-        // code and does not return to the scheduler.
-        let (who, counts) = unsafe { here() };
-        let found = self.shared.core.get(&who);
-        match &found {
-            Found::Primary(_) => counts.bump(|c| &c.pool_hits),
-            Found::Victim(_) => {
-                counts.bump(|c| &c.pool_misses);
-                counts.bump(|c| &c.pool_victim_hits);
+        let found = {
+            // SAFETY: dropped at the end of this block, before `new` (user
+            // code) can run; nothing in between returns to the scheduler.
+            let (who, counts) = unsafe { here() };
+            let found = self.shared.core.get(&who);
+            match &found {
+                Found::Primary(_) => counts.bump(|c| &c.pool_hits),
+                Found::Victim(_) => {
+                    counts.bump(|c| &c.pool_misses);
+                    counts.bump(|c| &c.pool_victim_hits);
+                }
+                Found::Nothing => {
+                    counts.bump(|c| &c.pool_misses);
+                    counts.bump(|c| &c.pool_new_calls);
+                }
             }
-            Found::Nothing => {
-                counts.bump(|c| &c.pool_misses);
-                counts.bump(|c| &c.pool_new_calls);
-            }
-        }
+            found
+        };
         match found {
             Found::Primary(v) | Found::Victim(v) => v,
             // Outside every pinned section and lock: `new` may panic, block
@@ -231,7 +234,8 @@ impl<T: Send + 'static> Pool<T> {
     /// ```
     #[inline]
     pub fn put(&self, v: T) {
-        // SAFETY: as in `get`.
+        // SAFETY: used for this call only, which runs no user code (the
+        // value is moved, not dropped) and does not return to the scheduler.
         let (who, _) = unsafe { here() };
         self.shared.core.put(&who, v);
     }
