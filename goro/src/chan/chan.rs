@@ -269,9 +269,43 @@ impl WakerId {
 
 /// Locks, ignoring poisoning: no code that can panic runs under these locks
 /// with a half-updated state (user values are never dropped under them).
+///
+/// A contended lock backs off before it queues (Go's runtime lock spins the
+/// same way: a few rounds of 30 `PAUSE`s, then sleeps). The standard mutex
+/// polls its word between single `PAUSE`s, so with two threads sending on
+/// one channel the waiter kept pulling the line away from the holder and
+/// every operation missed the cache; waiting politely lets the holder run
+/// several operations with the line to itself.
+#[inline]
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    #[cfg(not(loom))]
+    {
+        use std::sync::TryLockError;
+        match m.try_lock() {
+            Ok(g) => return g,
+            Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        for _ in 0..LOCK_SPINS {
+            for _ in 0..LOCK_SPIN_PAUSES {
+                std::hint::spin_loop();
+            }
+            match m.try_lock() {
+                Ok(g) => return g,
+                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(TryLockError::WouldBlock) => {}
+            }
+        }
+    }
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+/// Rounds of backing off before a contended lock queues (Go: 4).
+#[cfg(not(loom))]
+const LOCK_SPINS: u32 = 4;
+/// `PAUSE`s per round (Go: 30).
+#[cfg(not(loom))]
+const LOCK_SPIN_PAUSES: u32 = 30;
 
 // --------------------------------------------------------------------------
 // Waiter (Go's sudog) and the wait queues
