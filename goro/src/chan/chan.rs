@@ -282,19 +282,29 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     {
         use std::sync::TryLockError;
         match m.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => lock_contended(m),
+        }
+    }
+    #[cfg(loom)]
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// [`lock`] when the lock is held: back off, then queue.
+#[cfg(not(loom))]
+#[cold]
+#[inline(never)]
+fn lock_contended<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    use std::sync::TryLockError;
+    for _ in 0..LOCK_SPINS {
+        for _ in 0..LOCK_SPIN_PAUSES {
+            std::hint::spin_loop();
+        }
+        match m.try_lock() {
             Ok(g) => return g,
             Err(TryLockError::Poisoned(p)) => return p.into_inner(),
             Err(TryLockError::WouldBlock) => {}
-        }
-        for _ in 0..LOCK_SPINS {
-            for _ in 0..LOCK_SPIN_PAUSES {
-                std::hint::spin_loop();
-            }
-            match m.try_lock() {
-                Ok(g) => return g,
-                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
-                Err(TryLockError::WouldBlock) => {}
-            }
         }
     }
     m.lock().unwrap_or_else(PoisonError::into_inner)
