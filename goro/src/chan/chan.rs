@@ -6,6 +6,8 @@
 //! (`sendq`) and the queue of parked receivers (`recvq`). An operation takes
 //! the lock, looks, acts, releases the lock, and only then wakes the task it
 //! completed (Go's rule: never ready a goroutine under the channel lock).
+//! A contended lock backs off before it queues, as Go's runtime lock does
+//! ([`lock`]), so two Ps on one channel do not fight over its cache line.
 //!
 //! # Waiters (Go's `sudog`)
 //!
