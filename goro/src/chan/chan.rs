@@ -281,16 +281,20 @@ impl WakerId {
 #[inline]
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     #[cfg(not(loom))]
-    {
-        use std::sync::TryLockError;
-        match m.try_lock() {
-            Ok(g) => g,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => lock_contended(m),
-        }
-    }
+    return try_lock(m).unwrap_or_else(|| lock_contended(m));
     #[cfg(loom)]
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One attempt, ignoring poisoning as [`lock`] does.
+#[cfg(not(loom))]
+#[inline]
+fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
 }
 
 /// [`lock`] when the lock is held: back off, then queue.
@@ -298,15 +302,12 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cold]
 #[inline(never)]
 fn lock_contended<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    use std::sync::TryLockError;
     for _ in 0..LOCK_SPINS {
         for _ in 0..LOCK_SPIN_PAUSES {
             std::hint::spin_loop();
         }
-        match m.try_lock() {
-            Ok(g) => return g,
-            Err(TryLockError::Poisoned(p)) => return p.into_inner(),
-            Err(TryLockError::WouldBlock) => {}
+        if let Some(g) = try_lock(m) {
+            return g;
         }
     }
     m.lock().unwrap_or_else(PoisonError::into_inner)
