@@ -104,6 +104,11 @@ pub(crate) struct ChanTimer {
     chan: *const Chan<Instant>,
     /// Receivers parked on the channel (Go's `blocked`).
     blocked: u32,
+    /// Whether a value was sent since the last drain. Only the timer sends
+    /// on its channel, always under the timer lock, so while this is false
+    /// the channel holds nothing of ours and `stop`/`reset` skip the
+    /// channel lock (most resets come before the timer fires).
+    sent: bool,
 }
 
 // SAFETY: the pointer is only dereferenced under the timer lock while it is
@@ -120,14 +125,22 @@ impl ChanTimer {
 
     /// Sends `at` (dropped if the one-slot buffer is full); the receiver to
     /// wake, if one was handed the value.
-    fn send(&self, at: Instant) -> Option<Waker> {
+    fn send(&mut self, at: Instant) -> Option<Waker> {
         let c = self.chan()?;
         let mut inner = c.lock();
-        c.send_locked(&mut inner, at, None).ok().flatten()
+        let sent = c.send_locked(&mut inner, at, None).ok();
+        drop(inner);
+        // Also when the value went straight to a parked receiver: if that
+        // receive is cancelled, the value goes back into the buffer.
+        self.sent |= sent.is_some();
+        sent.flatten()
     }
 
     /// Takes every buffered value; whether there was one.
-    fn drain(&self) -> bool {
+    fn drain(&mut self) -> bool {
+        if !std::mem::take(&mut self.sent) {
+            return false;
+        }
         self.chan().is_some_and(|c| c.drain_buffer())
     }
 }
@@ -247,6 +260,7 @@ impl TimerInner {
             Action::Chan(ChanTimer {
                 chan: std::ptr::null(),
                 blocked: 0,
+                sent: false,
             }),
             Callback::None,
             home,
@@ -294,7 +308,7 @@ impl TimerInner {
     pub(crate) fn set(&self, when: u64, period: u64) -> (bool, bool) {
         let mut st = self.lock();
         let mut pending = st.when != 0;
-        if let Action::Chan(c) = &st.action {
+        if let Action::Chan(c) = &mut st.action {
             pending |= c.drain();
         }
         st.when = when;
