@@ -252,25 +252,30 @@ impl Registry {
 /// assert_eq!(out, 42);
 /// ```
 pub struct JoinHandle<T> {
-    /// `None` once the output was taken or the task aborted. A lock rather
+    /// The task until its result is returned or it is aborted. A lock rather
     /// than a cell because `abort` takes `&self` and the handle is `Sync`;
     /// it is uncontended in practice (one owner polls it).
-    task: std::sync::Mutex<Option<async_task::FallibleTask<TaskOutput<T>>>>,
-    /// Set when a poll returned the task's result: polling again is a bug
-    /// in the caller, reported as such (not as a cancelled task).
-    returned: std::sync::atomic::AtomicBool,
+    slot: std::sync::Mutex<Slot<T>>,
+}
+
+/// Where a [`JoinHandle`] stands.
+enum Slot<T> {
+    Running(async_task::FallibleTask<TaskOutput<T>>),
+    /// A poll returned the result: polling again is a bug in the caller,
+    /// reported as such (not as a cancelled task).
+    Returned,
+    Aborted,
 }
 
 impl<T> JoinHandle<T> {
     fn new(task: async_task::Task<TaskOutput<T>>) -> JoinHandle<T> {
         JoinHandle {
-            task: std::sync::Mutex::new(Some(task.fallible())),
-            returned: std::sync::atomic::AtomicBool::new(false),
+            slot: std::sync::Mutex::new(Slot::Running(task.fallible())),
         }
     }
 
-    fn slot(&self) -> std::sync::MutexGuard<'_, Option<async_task::FallibleTask<TaskOutput<T>>>> {
-        self.task.lock().unwrap_or_else(|e| e.into_inner())
+    fn slot(&self) -> std::sync::MutexGuard<'_, Slot<T>> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Cancels the task: its future is dropped at the next opportunity (at
@@ -288,20 +293,30 @@ impl<T> JoinHandle<T> {
     /// ```
     pub fn abort(&self) {
         // Dropping async-task's handle cancels the task: a parked future is
-        // dropped by the next run of its Runnable, which cancellation schedules.
-        let task = self.slot().take();
+        // dropped by the next run of its Runnable, which cancellation
+        // schedules. Dropped after the lock is released.
+        let task = {
+            let mut slot = self.slot();
+            match *slot {
+                Slot::Running(_) => std::mem::replace(&mut *slot, Slot::Aborted),
+                Slot::Returned | Slot::Aborted => return,
+            }
+        };
         drop(task);
     }
 
     /// True if the task has finished (completed, panicked or been cancelled).
     pub fn is_finished(&self) -> bool {
-        self.slot().as_ref().is_none_or(|t| t.is_finished())
+        match &*self.slot() {
+            Slot::Running(t) => t.is_finished(),
+            Slot::Returned | Slot::Aborted => true,
+        }
     }
 }
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        if let Some(task) = self.slot().take() {
+        if let Slot::Running(task) = std::mem::replace(&mut *self.slot(), Slot::Aborted) {
             task.detach();
         }
     }
@@ -312,24 +327,21 @@ impl<T> Future for JoinHandle<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut slot = self.slot();
-        let Some(task) = slot.as_mut() else {
-            drop(slot);
-            // Relaxed: set by an earlier poll of this handle, which the
-            // caller's `&mut` access orders before this one.
-            if self.returned.load(std::sync::atomic::Ordering::Relaxed) {
+        let task = match &mut *slot {
+            Slot::Running(task) => task,
+            Slot::Aborted => return Poll::Ready(Err(JoinError::Cancelled)),
+            Slot::Returned => {
+                drop(slot);
                 panic!(
                     "goro: JoinHandle polled after it returned the task's result \
                      (a future must not be polled after completion; keep the result instead)"
                 );
             }
-            return Poll::Ready(Err(JoinError::Cancelled)); // aborted
         };
         match Pin::new(task).poll(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(out) => {
-                *slot = None;
-                self.returned
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                *slot = Slot::Returned;
                 // `None`: the task was cancelled (runtime shut down).
                 Poll::Ready(out.map_or(Err(JoinError::Cancelled), TaskOutput::into_inner))
             }
