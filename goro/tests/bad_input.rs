@@ -7,8 +7,11 @@
 #![cfg(not(loom))]
 
 mod common;
+#[path = "net_support.rs"]
+mod net_support;
 
 use common::{thread_state, threads_named, wait_until, within};
+use net_support::pair;
 use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -355,11 +358,7 @@ fn reading_after_shutdown_read_is_end_of_file_and_writing_after_shutdown_write_a
     within(LIMIT, "after shutdown", || {
         let rt = rt(1);
         rt.block_on(async {
-            let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let c = goro::net::TcpStream::connect(l.local_addr().unwrap())
-                .await
-                .unwrap();
-            let (_s, _) = l.accept().await.unwrap();
+            let (c, _s) = pair().await;
             c.shutdown(std::net::Shutdown::Read).unwrap();
             let mut buf = [0u8; 4];
             assert_eq!(c.read(&mut buf).await.unwrap(), 0, "EOF, no wait, no panic");
@@ -375,11 +374,7 @@ fn a_none_deadline_clears_and_a_past_one_times_out_at_once() {
     within(LIMIT, "deadlines", || {
         let rt = rt(1);
         rt.block_on(async {
-            let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let c = goro::net::TcpStream::connect(l.local_addr().unwrap())
-                .await
-                .unwrap();
-            let (s, _) = l.accept().await.unwrap();
+            let (c, s) = pair().await;
             let mut buf = [0u8; 4];
             c.set_read_deadline(Some(Instant::now() - Duration::from_secs(1)));
             let e = c.read(&mut buf).await.unwrap_err();

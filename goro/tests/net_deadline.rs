@@ -6,21 +6,13 @@ mod net_support;
 
 use common::within;
 use goro::net::{TcpListener, TcpStream, UdpSocket};
-use net_support::{read_exact, LIMIT};
+use net_support::{pair, read_exact, LIMIT};
 use std::future::{poll_fn, Future};
 use std::io::ErrorKind;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// A connected pair: (client, server side).
-async fn pair() -> (TcpStream, TcpStream) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
-    let (s, _) = l.accept().await.unwrap();
-    (c, s)
-}
 
 fn rt(procs: usize) -> goro::Runtime {
     goro::Runtime::builder().procs(procs).build().unwrap()

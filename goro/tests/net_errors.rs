@@ -6,7 +6,7 @@ mod net_support;
 
 use common::within;
 use goro::net::{TcpListener, TcpStream};
-use net_support::{read_exact, LIMIT};
+use net_support::{pair, read_exact, LIMIT};
 use std::io::ErrorKind;
 use std::net::Shutdown;
 use std::os::fd::AsRawFd;
@@ -28,13 +28,6 @@ fn linger_zero(fd: i32) {
         )
     };
     assert_eq!(rc, 0, "setsockopt(SO_LINGER)");
-}
-
-async fn pair() -> (TcpStream, TcpStream) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
-    let (s, _) = l.accept().await.unwrap();
-    (c, s)
 }
 
 #[test]

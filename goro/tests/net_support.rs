@@ -40,6 +40,16 @@ pub fn set_soft_fd_limit(n: u64) -> u64 {
     }
 }
 
+/// A connected loopback pair: (the client's end, the server's end).
+pub async fn pair() -> (goro::net::TcpStream, goro::net::TcpStream) {
+    let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let c = goro::net::TcpStream::connect(l.local_addr().unwrap())
+        .await
+        .unwrap();
+    let (s, _) = l.accept().await.unwrap();
+    (c, s)
+}
+
 /// Reads until `buf` is full; fails on EOF.
 pub async fn read_exact(s: &goro::net::TcpStream, buf: &mut [u8]) -> std::io::Result<()> {
     let mut n = 0;
