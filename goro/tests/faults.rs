@@ -43,6 +43,19 @@ fn rt(procs: usize) -> goro::Runtime {
         .expect("runtime starts")
 }
 
+/// Runs `scenario` once per entry of `procs`, each on a fresh runtime with
+/// that many Ps, within [`LIMIT`]; `what` names the scenario in a timeout.
+fn at_procs(
+    procs: &[usize],
+    what: &str,
+    scenario: impl Fn(usize, goro::Runtime) + Clone + Send + 'static,
+) {
+    for &n in procs {
+        let f = scenario.clone();
+        within(LIMIT, &format!("{what} at procs={n}"), move || f(n, rt(n)));
+    }
+}
+
 // --------------------------------------------------------------------------
 // What the user sees of a swallowed panic: the panic hook's report.
 // --------------------------------------------------------------------------
@@ -199,65 +212,58 @@ fn assert_usable(rt: &goro::Runtime, after: &str) {
 #[test]
 fn a_panicking_task_reports_a_join_error_and_leaves_every_p_usable() {
     record_panics();
-    for procs in [1, 4] {
-        within(
-            LIMIT,
-            &format!("panicking tasks at procs={procs}"),
-            move || {
-                let rt = rt(procs);
-                let dropped = Arc::new(AtomicUsize::new(0));
-                let d = dropped.clone();
-                let marker: &'static str = if procs == 1 {
-                    "faults-task-panic-p1"
-                } else {
-                    "faults-task-panic-p4"
-                };
-                rt.block_on(async move {
-                    let hs: Vec<_> = (0..50)
-                        .map(|i| {
-                            let g = Guard(d.clone());
-                            goro::spawn(async move {
-                                let _g = g;
-                                goro::yield_now().await;
-                                if i % 2 == 0 {
-                                    panic!("{marker} {i}");
-                                }
-                                i
-                            })
-                        })
-                        .collect();
-                    for (i, h) in hs.into_iter().enumerate() {
-                        match h.await {
-                            Ok(v) => assert_eq!(v, i, "odd tasks return"),
-                            Err(e) => {
-                                assert!(i % 2 == 0 && e.is_panic(), "task {i}: {e}");
-                                assert_eq!(e.to_string(), format!("task panicked: {marker} {i}"));
-                            }
+    at_procs(&[1, 4], "panicking tasks", |procs, rt| {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let d = dropped.clone();
+        let marker: &'static str = if procs == 1 {
+            "faults-task-panic-p1"
+        } else {
+            "faults-task-panic-p4"
+        };
+        rt.block_on(async move {
+            let hs: Vec<_> = (0..50)
+                .map(|i| {
+                    let g = Guard(d.clone());
+                    goro::spawn(async move {
+                        let _g = g;
+                        goro::yield_now().await;
+                        if i % 2 == 0 {
+                            panic!("{marker} {i}");
                         }
+                        i
+                    })
+                })
+                .collect();
+            for (i, h) in hs.into_iter().enumerate() {
+                match h.await {
+                    Ok(v) => assert_eq!(v, i, "odd tasks return"),
+                    Err(e) => {
+                        assert!(i % 2 == 0 && e.is_panic(), "task {i}: {e}");
+                        assert_eq!(e.to_string(), format!("task panicked: {marker} {i}"));
                     }
-                    // Detached: nobody awaits them.
-                    for i in 0..20 {
-                        let g = Guard(d.clone());
-                        drop(goro::spawn(async move {
-                            let _g = g;
-                            panic!("{marker} detached {i}");
-                        }));
-                    }
-                });
-                wait_until(WAIT, "every task's future was dropped", || {
-                    dropped.load(SeqCst) == 70
-                });
-                let threads = reported(marker);
-                assert_eq!(threads.len(), 45, "each panic reported once by the hook");
-                assert!(
-                    threads.iter().all(|t| t.starts_with("faults-m")),
-                    "reported on worker threads: {threads:?}"
-                );
-                assert_usable(&rt, "panicking tasks");
-                assert_eq!(dropped.load(SeqCst), 70, "nothing dropped twice");
-            },
+                }
+            }
+            // Detached: nobody awaits them.
+            for i in 0..20 {
+                let g = Guard(d.clone());
+                drop(goro::spawn(async move {
+                    let _g = g;
+                    panic!("{marker} detached {i}");
+                }));
+            }
+        });
+        wait_until(WAIT, "every task's future was dropped", || {
+            dropped.load(SeqCst) == 70
+        });
+        let threads = reported(marker);
+        assert_eq!(threads.len(), 45, "each panic reported once by the hook");
+        assert!(
+            threads.iter().all(|t| t.starts_with("faults-m")),
+            "reported on worker threads: {threads:?}"
         );
-    }
+        assert_usable(&rt, "panicking tasks");
+        assert_eq!(dropped.load(SeqCst), 70, "nothing dropped twice");
+    });
 }
 
 // --------------------------------------------------------------------------
@@ -273,83 +279,75 @@ fn a_panicking_task_reports_a_join_error_and_leaves_every_p_usable() {
 #[test]
 fn a_panicking_after_func_callback_is_reported_and_the_runtime_goes_on() {
     record_panics();
-    for procs in [1, 3] {
-        within(
-            LIMIT,
-            &format!("after_func panics at procs={procs}"),
-            move || {
-                let rt = rt(procs);
-                let marker: &'static str = if procs == 1 {
-                    "faults-after-func-p1"
-                } else {
-                    "faults-after-func-p3"
-                };
-                let calls = Arc::new(AtomicUsize::new(0));
-                let dropped = Arc::new(AtomicUsize::new(0));
-                let ok = Arc::new(AtomicUsize::new(0));
-                let (c, d, k) = (calls.clone(), dropped.clone(), ok.clone());
-                rt.block_on(async move {
-                    let timers: Vec<_> = (0..10)
-                        .map(|i| {
-                            let (c, g) = (c.clone(), Guard(d.clone()));
-                            goro::time::after_func(Duration::from_millis(1), move || {
-                                let _keep = &g;
-                                c.fetch_add(1, SeqCst);
-                                panic!("{marker} {i}");
-                            })
-                        })
-                        .collect();
-                    let fine = {
-                        let k = k.clone();
-                        goro::time::after_func(Duration::from_millis(2), move || {
-                            k.fetch_add(1, SeqCst);
-                        })
-                    };
-                    // Wait (without blocking a P) for every callback to have run.
-                    let deadline = Instant::now() + WAIT;
-                    while c.load(SeqCst) < 10 || k.load(SeqCst) < 1 {
-                        assert!(
-                            Instant::now() < deadline,
-                            "callbacks ran: {} panicking, {} fine",
-                            c.load(SeqCst),
-                            k.load(SeqCst)
-                        );
-                        goro::time::sleep(Duration::from_millis(1)).await;
-                    }
-                    for t in &timers {
-                        assert!(!t.stop(), "a fired timer does not stop");
-                    }
-                    assert!(!fine.stop());
-                    drop(timers);
-                });
-                wait_until(WAIT, "the panics were reported", || {
-                    reported(marker).len() == 10
-                });
-                let threads = reported(marker);
+    at_procs(&[1, 3], "after_func panics", |procs, rt| {
+        let marker: &'static str = if procs == 1 {
+            "faults-after-func-p1"
+        } else {
+            "faults-after-func-p3"
+        };
+        let calls = Arc::new(AtomicUsize::new(0));
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let ok = Arc::new(AtomicUsize::new(0));
+        let (c, d, k) = (calls.clone(), dropped.clone(), ok.clone());
+        rt.block_on(async move {
+            let timers: Vec<_> = (0..10)
+                .map(|i| {
+                    let (c, g) = (c.clone(), Guard(d.clone()));
+                    goro::time::after_func(Duration::from_millis(1), move || {
+                        let _keep = &g;
+                        c.fetch_add(1, SeqCst);
+                        panic!("{marker} {i}");
+                    })
+                })
+                .collect();
+            let fine = {
+                let k = k.clone();
+                goro::time::after_func(Duration::from_millis(2), move || {
+                    k.fetch_add(1, SeqCst);
+                })
+            };
+            // Wait (without blocking a P) for every callback to have run.
+            let deadline = Instant::now() + WAIT;
+            while c.load(SeqCst) < 10 || k.load(SeqCst) < 1 {
                 assert!(
-                    threads.iter().all(|t| t.starts_with("faults-m")),
-                    "reported on worker threads: {threads:?}"
+                    Instant::now() < deadline,
+                    "callbacks ran: {} panicking, {} fine",
+                    c.load(SeqCst),
+                    k.load(SeqCst)
                 );
-                wait_until(WAIT, "each callback dropped with its timer", || {
-                    dropped.load(SeqCst) == 10
-                });
-                assert_eq!(calls.load(SeqCst), 10, "each callback ran once");
-                assert_eq!(ok.load(SeqCst), 1);
-                assert_usable(&rt, "panicking after_func callbacks");
-                // A fresh callback still fires.
-                let again = Arc::new(AtomicBool::new(false));
-                let a = again.clone();
-                rt.block_on(async move {
-                    let _t = goro::time::after_func(Duration::from_millis(1), move || {
-                        a.store(true, SeqCst)
-                    });
-                    goro::time::sleep(Duration::from_millis(5)).await;
-                });
-                wait_until(WAIT, "a later callback fires", || again.load(SeqCst));
-                assert_eq!(dropped.load(SeqCst), 10, "nothing dropped twice");
-            },
+                goro::time::sleep(Duration::from_millis(1)).await;
+            }
+            for t in &timers {
+                assert!(!t.stop(), "a fired timer does not stop");
+            }
+            assert!(!fine.stop());
+            drop(timers);
+        });
+        wait_until(WAIT, "the panics were reported", || {
+            reported(marker).len() == 10
+        });
+        let threads = reported(marker);
+        assert!(
+            threads.iter().all(|t| t.starts_with("faults-m")),
+            "reported on worker threads: {threads:?}"
         );
-    }
+        wait_until(WAIT, "each callback dropped with its timer", || {
+            dropped.load(SeqCst) == 10
+        });
+        assert_eq!(calls.load(SeqCst), 10, "each callback ran once");
+        assert_eq!(ok.load(SeqCst), 1);
+        assert_usable(&rt, "panicking after_func callbacks");
+        // A fresh callback still fires.
+        let again = Arc::new(AtomicBool::new(false));
+        let a = again.clone();
+        rt.block_on(async move {
+            let _t =
+                goro::time::after_func(Duration::from_millis(1), move || a.store(true, SeqCst));
+            goro::time::sleep(Duration::from_millis(5)).await;
+        });
+        wait_until(WAIT, "a later callback fires", || again.load(SeqCst));
+        assert_eq!(dropped.load(SeqCst), 10, "nothing dropped twice");
+    });
 }
 
 // --------------------------------------------------------------------------
@@ -362,69 +360,62 @@ fn a_panicking_after_func_callback_is_reported_and_the_runtime_goes_on() {
 /// and every P is usable.
 #[test]
 fn pool_new_panicking_on_every_p_leaves_pool_and_runtime_usable() {
-    for procs in [1, 3] {
-        within(
-            LIMIT,
-            &format!("Pool::new panics at procs={procs}"),
-            move || {
-                let rt = rt(procs);
-                let ledger = Ledger::new();
-                let fail = Arc::new(AtomicBool::new(true));
-                let (l, f) = (ledger.clone(), fail.clone());
-                let pool = Arc::new(goro::sync::Pool::new(move || {
-                    if f.load(SeqCst) {
-                        panic!("faults: Pool::new failed on purpose");
-                    }
-                    l.make()
-                }));
-                let p = pool.clone();
-                rt.block_on(async move {
-                    let hs: Vec<_> = (0..30)
-                        .map(|_| {
-                            let p = p.clone();
-                            goro::spawn(async move {
-                                goro::yield_now().await;
-                                p.get()
-                            })
-                        })
-                        .collect();
-                    for h in hs {
-                        match h.await {
-                            Err(e) => assert!(e.is_panic(), "get saw new's panic: {e}"),
-                            Ok(_) => panic!("get returned a value although new panicked"),
-                        }
-                    }
-                });
-                assert_eq!(ledger.made(), 0);
-                fail.store(false, SeqCst);
-                let p = pool.clone();
-                rt.block_on(async move {
-                    let hs: Vec<_> = (0..30)
-                        .map(|_| {
-                            let p = p.clone();
-                            goro::spawn(async move {
-                                let v = p.get().take();
-                                goro::yield_now().await;
-                                p.put(v.release());
-                            })
-                        })
-                        .collect();
-                    for h in hs {
-                        h.await.expect("get and put after new's panics");
-                    }
-                });
-                assert!(ledger.made() >= 1, "new ran again");
-                assert_usable(&rt, "panics in Pool::new");
-                let made = ledger.made();
-                drop(pool);
-                assert!(
-                    goro::sync::pool::wait_reclaimed(WAIT),
-                    "the dropped pool's values were reclaimed"
-                );
-                all_dropped_once(&ledger, made, "values of a pool whose new panicked");
-            },
+    at_procs(&[1, 3], "Pool::new panics", |_, rt| {
+        let ledger = Ledger::new();
+        let fail = Arc::new(AtomicBool::new(true));
+        let (l, f) = (ledger.clone(), fail.clone());
+        let pool = Arc::new(goro::sync::Pool::new(move || {
+            if f.load(SeqCst) {
+                panic!("faults: Pool::new failed on purpose");
+            }
+            l.make()
+        }));
+        let p = pool.clone();
+        rt.block_on(async move {
+            let hs: Vec<_> = (0..30)
+                .map(|_| {
+                    let p = p.clone();
+                    goro::spawn(async move {
+                        goro::yield_now().await;
+                        p.get()
+                    })
+                })
+                .collect();
+            for h in hs {
+                match h.await {
+                    Err(e) => assert!(e.is_panic(), "get saw new's panic: {e}"),
+                    Ok(_) => panic!("get returned a value although new panicked"),
+                }
+            }
+        });
+        assert_eq!(ledger.made(), 0);
+        fail.store(false, SeqCst);
+        let p = pool.clone();
+        rt.block_on(async move {
+            let hs: Vec<_> = (0..30)
+                .map(|_| {
+                    let p = p.clone();
+                    goro::spawn(async move {
+                        let v = p.get().take();
+                        goro::yield_now().await;
+                        p.put(v.release());
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.await.expect("get and put after new's panics");
+            }
+        });
+        assert!(ledger.made() >= 1, "new ran again");
+        assert_usable(&rt, "panics in Pool::new");
+        let made = ledger.made();
+        drop(pool);
+        assert!(
+            goro::sync::pool::wait_reclaimed(WAIT),
+            "the dropped pool's values were reclaimed"
         );
-    }
+        all_dropped_once(&ledger, made, "values of a pool whose new panicked");
+    });
 }
 
 // --------------------------------------------------------------------------
@@ -438,48 +429,41 @@ fn pool_new_panicking_on_every_p_leaves_pool_and_runtime_usable() {
 /// receiver took runs in the receiver's task only.
 #[test]
 fn a_panicking_drop_of_a_buffered_channel_value_spares_the_others() {
-    for procs in [1, 2] {
-        within(
-            LIMIT,
-            &format!("chan Drop panic at procs={procs}"),
-            move || {
-                let rt = rt(procs);
-                let ledger = Ledger::new();
-                let l = ledger.clone();
-                rt.block_on(async move {
-                    let (tx, rx) = goro::chan::bounded::<Bomb>(8);
-                    for i in 0..8 {
-                        let armed = (i == 3).then_some("faults: buffered value's Drop");
-                        tx.try_send(bomb(&l, armed)).map_err(|_| ()).unwrap();
-                    }
-                    let e = goro::spawn(async move {
-                        drop(tx);
-                        drop(rx); // the last handle: the buffer goes here
-                    })
-                    .await
-                    .unwrap_err();
-                    assert!(e.is_panic(), "{e}");
+    at_procs(&[1, 2], "chan Drop panic", |_, rt| {
+        let ledger = Ledger::new();
+        let l = ledger.clone();
+        rt.block_on(async move {
+            let (tx, rx) = goro::chan::bounded::<Bomb>(8);
+            for i in 0..8 {
+                let armed = (i == 3).then_some("faults: buffered value's Drop");
+                tx.try_send(bomb(&l, armed)).map_err(|_| ()).unwrap();
+            }
+            let e = goro::spawn(async move {
+                drop(tx);
+                drop(rx); // the last handle: the buffer goes here
+            })
+            .await
+            .unwrap_err();
+            assert!(e.is_panic(), "{e}");
 
-                    let (tx, rx) = goro::chan::bounded::<Bomb>(0);
-                    let sender = goro::spawn(async move {
-                        tx.send(bomb(&l, Some("faults: received value's Drop")))
-                            .await
-                            .map_err(|_| ())
-                    });
-                    let e = goro::spawn(async move {
-                        let v = rx.recv().await;
-                        drop(v);
-                    })
+            let (tx, rx) = goro::chan::bounded::<Bomb>(0);
+            let sender = goro::spawn(async move {
+                tx.send(bomb(&l, Some("faults: received value's Drop")))
                     .await
-                    .unwrap_err();
-                    assert!(e.is_panic(), "the receiver's task panicked: {e}");
-                    assert_eq!(sender.await.unwrap(), Ok(()), "the sender is unaffected");
-                });
-                all_dropped_once(&ledger, 9, "channel values beside a panicking one");
-                assert_usable(&rt, "a panicking Drop of a channel value");
-            },
-        );
-    }
+                    .map_err(|_| ())
+            });
+            let e = goro::spawn(async move {
+                let v = rx.recv().await;
+                drop(v);
+            })
+            .await
+            .unwrap_err();
+            assert!(e.is_panic(), "the receiver's task panicked: {e}");
+            assert_eq!(sender.await.unwrap(), Ok(()), "the sender is unaffected");
+        });
+        all_dropped_once(&ledger, 9, "channel values beside a panicking one");
+        assert_usable(&rt, "a panicking Drop of a channel value");
+    });
 }
 
 /// A sender parked on a full channel holds its value; aborting that task
@@ -490,50 +474,43 @@ fn a_panicking_drop_of_a_buffered_channel_value_spares_the_others() {
 #[test]
 fn a_panicking_drop_of_a_parked_senders_value_on_abort_keeps_the_p() {
     record_panics();
-    for procs in [1, 2] {
-        within(
-            LIMIT,
-            &format!("abort with a panicking value at procs={procs}"),
-            move || {
-                let rt = rt(procs);
-                let ledger = Ledger::new();
-                let l = ledger.clone();
-                let parked = Arc::new(AtomicUsize::new(0));
-                let pk = parked.clone();
-                rt.block_on(async move {
-                    let (tx, rx) = goro::chan::bounded::<Bomb>(0);
-                    let hs: Vec<_> = (0..4)
-                        .map(|_| {
-                            let (tx, l, pk) = (tx.clone(), l.clone(), pk.clone());
-                            goro::spawn(async move {
-                                let v = bomb(&l, Some("faults-parked-send-drop"));
-                                pk.fetch_add(1, SeqCst);
-                                let _ = tx.send(v).await;
-                            })
-                        })
-                        .collect();
-                    let deadline = Instant::now() + WAIT;
-                    while pk.load(SeqCst) < 4 || !tx.is_empty() {
-                        assert!(Instant::now() < deadline, "senders parked");
-                        goro::time::sleep(Duration::from_millis(1)).await;
-                    }
-                    for h in &hs {
-                        h.abort();
-                    }
-                    for h in hs {
-                        assert!(h.await.unwrap_err().is_cancelled());
-                    }
-                    drop(rx);
-                });
-                // `abort` returns before the scheduler has dropped the future.
-                wait_until(WAIT, "the aborted senders' values were dropped", || {
-                    ledger.dropped() == 4
-                });
-                all_dropped_once(&ledger, 4, "values of aborted senders");
-                assert_usable(&rt, "aborting tasks whose values panic on Drop");
-            },
-        );
-    }
+    at_procs(&[1, 2], "abort with a panicking value", |_, rt| {
+        let ledger = Ledger::new();
+        let l = ledger.clone();
+        let parked = Arc::new(AtomicUsize::new(0));
+        let pk = parked.clone();
+        rt.block_on(async move {
+            let (tx, rx) = goro::chan::bounded::<Bomb>(0);
+            let hs: Vec<_> = (0..4)
+                .map(|_| {
+                    let (tx, l, pk) = (tx.clone(), l.clone(), pk.clone());
+                    goro::spawn(async move {
+                        let v = bomb(&l, Some("faults-parked-send-drop"));
+                        pk.fetch_add(1, SeqCst);
+                        let _ = tx.send(v).await;
+                    })
+                })
+                .collect();
+            let deadline = Instant::now() + WAIT;
+            while pk.load(SeqCst) < 4 || !tx.is_empty() {
+                assert!(Instant::now() < deadline, "senders parked");
+                goro::time::sleep(Duration::from_millis(1)).await;
+            }
+            for h in &hs {
+                h.abort();
+            }
+            for h in hs {
+                assert!(h.await.unwrap_err().is_cancelled());
+            }
+            drop(rx);
+        });
+        // `abort` returns before the scheduler has dropped the future.
+        wait_until(WAIT, "the aborted senders' values were dropped", || {
+            ledger.dropped() == 4
+        });
+        all_dropped_once(&ledger, 4, "values of aborted senders");
+        assert_usable(&rt, "aborting tasks whose values panic on Drop");
+    });
 }
 
 // --------------------------------------------------------------------------
@@ -560,72 +537,65 @@ impl Future for ReadyWithBomb {
 #[test]
 fn a_panicking_drop_of_a_tasks_future_or_output_keeps_the_runtime_whole() {
     record_panics();
-    for procs in [1, 2] {
-        within(
-            LIMIT,
-            &format!("task Drop panics at procs={procs}"),
-            move || {
-                let rt = rt(procs);
-                let ledger = Ledger::new();
-                let l = ledger.clone();
-                rt.block_on(async move {
-                    // Dropped by the scheduler after the future completed.
-                    for _ in 0..3 {
-                        let f = ReadyWithBomb(Some(bomb(&l, Some("faults-completed-future-drop"))));
-                        let e = goro::spawn(f).await.unwrap_err();
-                        assert!(e.is_panic(), "a completed future's Drop panicked: {e}");
-                    }
-                    // Dropped by abort while parked.
-                    for _ in 0..3 {
-                        let b = bomb(&l, Some("faults-aborted-future-drop"));
-                        let h = goro::spawn(async move {
-                            let _b = b;
-                            std::future::pending::<()>().await
-                        });
-                        goro::yield_now().await;
-                        h.abort();
-                        assert!(h.await.unwrap_err().is_cancelled());
-                    }
-                    // A detached task's output.
-                    let done = Arc::new(AtomicUsize::new(0));
-                    for _ in 0..3 {
-                        let (l, d) = (l.clone(), done.clone());
-                        drop(goro::spawn(async move {
-                            d.fetch_add(1, SeqCst);
-                            bomb(&l, Some("faults-detached-output-drop"))
-                        }));
-                    }
-                    let deadline = Instant::now() + WAIT;
-                    while l.dropped() < 9 {
-                        assert!(Instant::now() < deadline, "detached outputs dropped");
-                        goro::time::sleep(Duration::from_millis(1)).await;
-                    }
+    at_procs(&[1, 2], "task Drop panics", |_, rt| {
+        let ledger = Ledger::new();
+        let l = ledger.clone();
+        rt.block_on(async move {
+            // Dropped by the scheduler after the future completed.
+            for _ in 0..3 {
+                let f = ReadyWithBomb(Some(bomb(&l, Some("faults-completed-future-drop"))));
+                let e = goro::spawn(f).await.unwrap_err();
+                assert!(e.is_panic(), "a completed future's Drop panicked: {e}");
+            }
+            // Dropped by abort while parked.
+            for _ in 0..3 {
+                let b = bomb(&l, Some("faults-aborted-future-drop"));
+                let h = goro::spawn(async move {
+                    let _b = b;
+                    std::future::pending::<()>().await
                 });
-                all_dropped_once(&ledger, 9, "futures and outputs dropped by the scheduler");
-                assert_usable(&rt, "panicking Drops of futures and outputs");
-                // And at shutdown: a panicking Drop of one parked future does
-                // not keep the others from being dropped, nor the drop from
-                // returning.
-                let dropped = Arc::new(AtomicUsize::new(0));
-                let (l, d) = (ledger.clone(), dropped.clone());
-                rt.block_on(async move {
-                    for i in 0..10 {
-                        let b = bomb(&l, (i % 3 == 0).then_some("faults-shutdown-future-drop"));
-                        let g = Guard(d.clone());
-                        goro::spawn(async move {
-                            let _b = b;
-                            let _g = g;
-                            std::future::pending::<()>().await
-                        });
-                    }
-                    goro::yield_now().await;
+                goro::yield_now().await;
+                h.abort();
+                assert!(h.await.unwrap_err().is_cancelled());
+            }
+            // A detached task's output.
+            let done = Arc::new(AtomicUsize::new(0));
+            for _ in 0..3 {
+                let (l, d) = (l.clone(), done.clone());
+                drop(goro::spawn(async move {
+                    d.fetch_add(1, SeqCst);
+                    bomb(&l, Some("faults-detached-output-drop"))
+                }));
+            }
+            let deadline = Instant::now() + WAIT;
+            while l.dropped() < 9 {
+                assert!(Instant::now() < deadline, "detached outputs dropped");
+                goro::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        all_dropped_once(&ledger, 9, "futures and outputs dropped by the scheduler");
+        assert_usable(&rt, "panicking Drops of futures and outputs");
+        // And at shutdown: a panicking Drop of one parked future does
+        // not keep the others from being dropped, nor the drop from
+        // returning.
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let (l, d) = (ledger.clone(), dropped.clone());
+        rt.block_on(async move {
+            for i in 0..10 {
+                let b = bomb(&l, (i % 3 == 0).then_some("faults-shutdown-future-drop"));
+                let g = Guard(d.clone());
+                goro::spawn(async move {
+                    let _b = b;
+                    let _g = g;
+                    std::future::pending::<()>().await
                 });
-                drop(rt);
-                assert_eq!(dropped.load(SeqCst), 10, "every future dropped at shutdown");
-                all_dropped_once(&ledger, 19, "futures dropped at shutdown");
-            },
-        );
-    }
+            }
+            goro::yield_now().await;
+        });
+        drop(rt);
+        assert_eq!(dropped.load(SeqCst), 10, "every future dropped at shutdown");
+        all_dropped_once(&ledger, 19, "futures dropped at shutdown");
+    });
 }
 
 // --------------------------------------------------------------------------
@@ -970,60 +940,57 @@ async fn park_everywhere(sites: Sites, ledger: Arc<Ledger>, release: Arc<AtomicB
 /// channel, lock, cell or pool exactly once.
 #[test]
 fn shutdown_with_tasks_parked_on_every_kind_of_wait_drops_everything_once() {
-    for procs in [1, 3] {
-        within(LIMIT, &format!("shutdown at procs={procs}"), move || {
-            let rt = rt(procs);
-            let sites = Sites::default();
-            let ledger = Ledger::new();
-            let release = Arc::new(AtomicBool::new(false));
-            let (s, l, r) = (sites.clone(), ledger.clone(), release.clone());
-            let marks = rt.block_on(park_everywhere(s, l, r));
-            wait_until(WAIT, "every task reached its wait", || {
-                sites.reached().len() == marks
-            });
-            // Parked, not just about to: nothing runnable anywhere (the
-            // block_in_place thread holds no P).
-            wait_until(WAIT, "the runtime is idle", || {
-                let t = rt.schedtrace();
-                t.contains(&format!("idleprocs={procs} "))
-                    && t.contains("runqueue=0 ")
-                    && t.contains("spinningthreads=0 ")
-            });
-            let spawned = sites.spawned.load(SeqCst);
-            assert_eq!(
-                sites.dropped.load(SeqCst),
-                0,
-                "nothing dropped before shutdown"
-            );
-
-            // The block_in_place closure returns once the drop has begun or
-            // just before: either way the drop must wait for it.
-            release.store(true, SeqCst);
-            let (done_tx, done_rx) = std::sync::mpsc::channel();
-            let dropper = std::thread::spawn(move || {
-                drop(rt);
-                let _ = done_tx.send(());
-            });
-            done_rx.recv_timeout(WAIT).unwrap_or_else(|_| {
-                panic!("dropping the runtime did not complete within {WAIT:?}")
-            });
-            dropper.join().unwrap();
-            assert_eq!(
-                sites.dropped.load(SeqCst),
-                spawned,
-                "every future (and the after_func callback) dropped, once; parked at {:?}",
-                sites.reached()
-            );
-            // A dropped pool's values and the spawn_blocking closure's go
-            // a moment later (reclaimer thread, blocking thread).
-            assert!(
-                goro::sync::pool::wait_reclaimed(WAIT),
-                "pool values reclaimed"
-            );
-            wait_until(WAIT, "every value dropped", || {
-                ledger.dropped() == ledger.made()
-            });
-            all_dropped_once(&ledger, ledger.made(), "values held by parked tasks");
+    at_procs(&[1, 3], "shutdown", |procs, rt| {
+        let sites = Sites::default();
+        let ledger = Ledger::new();
+        let release = Arc::new(AtomicBool::new(false));
+        let (s, l, r) = (sites.clone(), ledger.clone(), release.clone());
+        let marks = rt.block_on(park_everywhere(s, l, r));
+        wait_until(WAIT, "every task reached its wait", || {
+            sites.reached().len() == marks
         });
-    }
+        // Parked, not just about to: nothing runnable anywhere (the
+        // block_in_place thread holds no P).
+        wait_until(WAIT, "the runtime is idle", || {
+            let t = rt.schedtrace();
+            t.contains(&format!("idleprocs={procs} "))
+                && t.contains("runqueue=0 ")
+                && t.contains("spinningthreads=0 ")
+        });
+        let spawned = sites.spawned.load(SeqCst);
+        assert_eq!(
+            sites.dropped.load(SeqCst),
+            0,
+            "nothing dropped before shutdown"
+        );
+
+        // The block_in_place closure returns once the drop has begun or
+        // just before: either way the drop must wait for it.
+        release.store(true, SeqCst);
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let dropper = std::thread::spawn(move || {
+            drop(rt);
+            let _ = done_tx.send(());
+        });
+        done_rx
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("dropping the runtime did not complete within {WAIT:?}"));
+        dropper.join().unwrap();
+        assert_eq!(
+            sites.dropped.load(SeqCst),
+            spawned,
+            "every future (and the after_func callback) dropped, once; parked at {:?}",
+            sites.reached()
+        );
+        // A dropped pool's values and the spawn_blocking closure's go
+        // a moment later (reclaimer thread, blocking thread).
+        assert!(
+            goro::sync::pool::wait_reclaimed(WAIT),
+            "pool values reclaimed"
+        );
+        wait_until(WAIT, "every value dropped", || {
+            ledger.dropped() == ledger.made()
+        });
+        all_dropped_once(&ledger, ledger.made(), "values held by parked tasks");
+    });
 }
