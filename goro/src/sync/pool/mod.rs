@@ -365,7 +365,8 @@ unsafe fn here<'a>() -> (Who<'a>, Counts<'a>) {
             let (slot, rec) = proc.pool.get();
             // SAFETY: this thread holds P `p` (its context says so) until the
             // caller next runs user code (the contract above); a P's slot and
-            // record are used only by its holder.
+            // record are used only by its holder; `ProcSlot` hands out slots
+            // below MAX_SLOTS only.
             (unsafe { Who::owner(slot, rec) }, Counts::P(&proc.counters))
         }
         Some(s) => (guest(), Counts::Shared(&s.counters)),
