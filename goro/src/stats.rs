@@ -88,6 +88,9 @@ counters! {
     steal_ns,
     /// Times the monitor marked a P stuck in one poll.
     retakes,
+    /// Tasks preempted at a safe point after spending their budget
+    /// (cooperative preemption, `Policy::preempt`).
+    preemptions,
     /// `block_in_place` calls that handed a P to another thread.
     handoffs,
     /// Timers armed (heap entries pushed).

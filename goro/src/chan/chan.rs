@@ -1088,6 +1088,10 @@ pub(crate) fn poll_send<T>(
             Some(v) => Err(SendError(v)),
         });
     }
+    // A safe point (`coop.rs`): past the task's budget, yield before sending.
+    if crate::sched::coop::poll_proceed(cx).is_pending() {
+        return Poll::Pending;
+    }
     let v = value.take().expect("send future polled after completion");
     let mut inner = chan.lock();
     match chan.send_locked(&mut inner, v, None) {
@@ -1122,6 +1126,10 @@ pub(crate) fn poll_recv<T>(
         chan.timer_unblock();
         // DONE: a sender handed us a value, or `close` completed us empty.
         return Poll::Ready(p.take_done().ok_or(RecvError));
+    }
+    // A safe point (`coop.rs`): past the task's budget, yield first.
+    if crate::sched::coop::poll_proceed(cx).is_pending() {
+        return Poll::Pending;
     }
     chan.timer_run();
     let mut inner = chan.lock();

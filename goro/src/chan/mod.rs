@@ -351,6 +351,7 @@ impl<T> Sender<T> {
     /// assert_eq!(tx.try_send(2), Err(TrySendError::Full(2)));
     /// ```
     pub fn try_send(&self, v: T) -> Result<(), TrySendError<T>> {
+        crate::sched::coop::spend();
         let mut inner = self.chan.lock();
         let woken = self.chan.send_locked(&mut inner, v, None);
         drop(inner);
@@ -562,6 +563,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.try_recv(), Ok(1));
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        crate::sched::coop::spend();
         self.chan.timer_run();
         let mut inner = self.chan.lock();
         let r = self.chan.recv_locked(&mut inner, None);

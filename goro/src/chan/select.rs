@@ -383,6 +383,9 @@ mod rng {
 /// ```
 #[doc(hidden)]
 pub fn try_select<const N: usize>(mut cases: [&mut (dyn Case + '_); N]) -> Option<usize> {
+    // Cannot yield (it is not async): it spends budget, and the task yields
+    // at its next awaited operation (`coop.rs`).
+    crate::sched::coop::spend();
     poll_order::<N>().into_iter().find(|&i| cases[i].try_now())
 }
 
@@ -436,6 +439,11 @@ impl<const N: usize> Future for Select<'_, N> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
         let this = self.get_mut();
         assert!(!this.done, "select polled after completion");
+        // A safe point (`coop.rs`), on entry only: a parked select completes
+        // when woken.
+        if this.signal.is_none() && crate::sched::coop::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
         let mut retries = 0;
         loop {
             // 4. Woken (or checking right after parking).

@@ -53,6 +53,11 @@ impl<S: Source> PollIo<S> {
         dir: Direction,
         mut op: impl FnMut(&S) -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
+        // A safe point (`coop.rs`): a socket that is always ready (a fast
+        // peer) must not let one task keep its P.
+        if crate::sched::coop::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
         loop {
             let tick = ready!(self.reg.io.poll_ready(cx, dir))?;
             match op(&self.sock) {
@@ -84,6 +89,10 @@ impl<S: Source> PollIo<S> {
         len: usize,
         mut op: impl FnMut(&S) -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
+        // A safe point (`coop.rs`), as in `poll_io`.
+        if crate::sched::coop::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
         loop {
             let tick = ready!(self.reg.io.poll_ready(cx, dir))?;
             match op(&self.sock) {

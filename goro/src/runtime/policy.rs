@@ -56,6 +56,29 @@ pub enum TimerPlacement {
     Global,
 }
 
+/// Cooperative preemption: how many goro operations a task may complete
+/// in one poll before the next one yields (see [`crate::coop`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preempt {
+    /// Never preempt: a task whose operations never block keeps its P until
+    /// its poll returns (goro before cooperative preemption).
+    Off,
+    /// Yield at the first safe point after this many operations in one
+    /// poll (1..=1,000,000). The default is 128, tokio's budget.
+    Budget(u32),
+}
+
+impl Preempt {
+    /// The default budget: 128 operations per poll.
+    pub const DEFAULT: Preempt = Preempt::Budget(128);
+}
+
+impl Default for Preempt {
+    fn default() -> Self {
+        Preempt::DEFAULT
+    }
+}
+
 impl Default for SpinPolicy {
     fn default() -> Self {
         SpinPolicy::DEFAULT
@@ -94,6 +117,9 @@ pub struct Policy {
     /// Pools are global: a cycle uses the policy of the runtime whose
     /// monitor starts it, or for [`crate::sync::pool_cycle`] the caller's.
     pub pool_victim: bool,
+    /// Cooperative preemption (not a seed: Go has always preempted).
+    /// `legacy()` keeps it on, so that an A/B run compares the seeds alone.
+    pub preempt: Preempt,
 }
 
 impl Default for Policy {
@@ -107,6 +133,7 @@ impl Default for Policy {
             spin: SpinPolicy::DEFAULT,
             timers: TimerPlacement::PerP,
             pool_victim: true,
+            preempt: Preempt::DEFAULT,
         }
     }
 }
@@ -128,7 +155,7 @@ impl std::error::Error for PolicyError {}
 const ACCEPTED: &str = "accepted: comma-separated name=value with names \
     runnext=true|false, runnext_steal_pause=<n>ns|us|ms, idle_mask=true|false, \
     steal_passes=1..16, spin=bounded|unbounded|bounded:<spin>:<yield>, timers=per_p|global, \
-    pool_victim=true|false, or the whole string 'default' or 'legacy'";
+    pool_victim=true|false, preempt=off|<ops per poll 1..1000000>, or the whole string 'default' or 'legacy'";
 
 impl Policy {
     /// Every improvement off: the "before" of each seed.
@@ -141,6 +168,7 @@ impl Policy {
             spin: SpinPolicy::Unbounded,
             timers: TimerPlacement::Global,
             pool_victim: false,
+            preempt: Preempt::DEFAULT,
         }
     }
 
@@ -161,6 +189,15 @@ impl Policy {
                     self.runnext_steal_pause
                 ),
             });
+        }
+        if let Preempt::Budget(n) = self.preempt {
+            if !(1..=1_000_000).contains(&n) {
+                return Err(PolicyError {
+                    msg: format!(
+                        "policy field preempt={n} is out of range: accepted off or 1..=1000000"
+                    ),
+                });
+            }
         }
         Ok(())
     }
@@ -216,6 +253,14 @@ impl Policy {
                         "per_p" | "perp" | "per-p" => TimerPlacement::PerP,
                         "global" => TimerPlacement::Global,
                         _ => return Err(err(item, format!("'{value}' is not a timer placement"))),
+                    }
+                }
+                "preempt" => {
+                    self.preempt = match value {
+                        "off" | "false" => Preempt::Off,
+                        n => Preempt::Budget(n.parse().map_err(|_| {
+                            err(item, format!("'{value}' is not 'off' or a number of operations"))
+                        })?),
                     }
                 }
                 "spin" => {
@@ -289,6 +334,16 @@ mod tests {
     }
 
     #[test]
+    fn preempt_is_on_in_default_and_legacy_and_parsed() {
+        assert_eq!(Policy::default().preempt, Preempt::Budget(128));
+        assert_eq!(Policy::legacy().preempt, Preempt::Budget(128));
+        let p = Policy::default().with_overrides("preempt=off").unwrap();
+        assert_eq!(p.preempt, Preempt::Off);
+        let p = Policy::default().with_overrides("preempt=16").unwrap();
+        assert_eq!(p.preempt, Preempt::Budget(16));
+    }
+
+    #[test]
     fn pool_victim_is_on_by_default_off_in_legacy_and_parsed() {
         assert!(Policy::default().pool_victim);
         assert!(!Policy::legacy().pool_victim);
@@ -314,6 +369,8 @@ mod tests {
             "nope=1",
             "spin=fast",
             "runnext_steal_pause=3",
+            "preempt=0",
+            "preempt=sometimes",
         ] {
             let e = Policy::default()
                 .with_overrides(bad)

@@ -195,6 +195,7 @@ fn going_idle(sched: &Arc<Sched>, p: usize, spinning: bool) -> bool {
         rng: 7,
         ready: Vec::new(),
         fired: Vec::new(),
+        budget: crate::sched::coop::UNLIMITED,
     };
     let found = m.find_runnable();
     let got = found.is_some();

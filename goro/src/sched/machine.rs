@@ -46,6 +46,9 @@ pub(crate) struct Ctx {
     /// the P's queue without `runnext` and without a `wakep` each; the M
     /// calls `wakep` once at the end.
     pub(crate) timer_wakes: Cell<bool>,
+    /// Operations the running task may still complete in this poll before
+    /// the next safe point yields (`coop.rs`); unlimited outside a poll.
+    pub(crate) budget: Cell<u32>,
 }
 
 impl Ctx {
@@ -55,6 +58,7 @@ impl Ctx {
             sched: Cell::new(ptr::null()),
             p: Cell::new(NO_P),
             timer_wakes: Cell::new(false),
+            budget: Cell::new(crate::sched::coop::UNLIMITED),
         }
     }
 }
@@ -109,6 +113,11 @@ pub(crate) fn wake_target(sched: &Sched) -> WakeTarget {
     .unwrap_or(WakeTarget::Global)
 }
 
+/// Runs `f` with the P the current thread holds, if any.
+pub(crate) fn with_current_p<R>(f: impl FnOnce(&crate::sched::processor::Processor) -> R) -> Option<R> {
+    with_current_sched(|s| current_p(s).map(|p| f(&s.ps[p]))).flatten()
+}
+
 /// Runs `f` with the runtime the current thread works for, without touching
 /// its reference count (a shared counter every P would bounce).
 pub(crate) fn with_current_sched<R>(f: impl FnOnce(&Sched) -> R) -> Option<R> {
@@ -150,6 +159,8 @@ pub(crate) struct Machine {
     /// What the last timer run produced, reused so that running timers
     /// allocates nothing in the steady state.
     pub(crate) fired: Vec<crate::time::timer::Fired>,
+    /// The budget each poll starts with (`Policy::preempt`).
+    pub(crate) budget: u32,
 }
 
 impl Machine {
@@ -236,7 +247,9 @@ impl Machine {
             bump(&p.schedtick, 1);
         }
         bump(&p.counters.tasks_polled, 1);
+        crate::sched::coop::set_budget(self.budget);
         task.run();
+        crate::sched::coop::set_budget(crate::sched::coop::UNLIMITED);
         // The P may have changed hands inside the poll (block_in_place).
         let pid = self.p();
         if pid != NO_P {
@@ -322,6 +335,7 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
         h.write_usize(sched.nthreads.load(Ordering::Relaxed));
         h.finish() | 1
     };
+    let budget = crate::sched::coop::poll_budget(&sched.policy);
     let mut m = Machine {
         sched,
         parker: Arc::new(Parker::new()),
@@ -330,6 +344,7 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
         rng: seed,
         ready: Vec::new(),
         fired: Vec::new(),
+        budget,
     };
     let mut next = Some(first);
     loop {

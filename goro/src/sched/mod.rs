@@ -33,6 +33,7 @@
 
 pub(crate) mod backoff;
 pub(crate) mod blocking;
+pub mod coop;
 pub(crate) mod find;
 pub(crate) mod global;
 pub(crate) mod idle;

@@ -326,6 +326,10 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // A safe point (`coop.rs`): joining finished tasks in a loop yields.
+        if crate::sched::coop::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
         let mut slot = self.slot();
         let task = match &mut *slot {
             Slot::Running(task) => task,

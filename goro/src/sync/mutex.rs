@@ -289,6 +289,7 @@ impl<T: ?Sized> Mutex<T> {
     /// assert!(m.try_lock().is_some());
     /// ```
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        crate::sched::coop::spend();
         let mut old = self.state.load(Relaxed);
         loop {
             if old & (LOCKED | STARVING) != 0 {
@@ -462,6 +463,10 @@ impl<'a, T: ?Sized> Future for LockFuture<'a, T> {
         match this.wait {
             Wait::Done => panic!("LockFuture polled after completion"),
             Wait::Start => {
+                // A safe point (`coop.rs`), before taking anything.
+                if crate::sched::coop::poll_proceed(cx).is_pending() {
+                    return Poll::Pending;
+                }
                 // Fast path: grab an unlocked mutex. Acquire: pairs with the
                 // Release of the previous owner's unlock.
                 if m.state

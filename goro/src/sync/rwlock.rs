@@ -167,6 +167,7 @@ impl<T: ?Sized> RwLock<T> {
     /// drop(r);
     /// ```
     pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
+        crate::sched::coop::spend();
         self.sem.try_acquire_raw(1).then(|| self.read_guard())
     }
 
@@ -180,6 +181,7 @@ impl<T: ?Sized> RwLock<T> {
     /// assert!(lock.try_write().is_some());
     /// ```
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
+        crate::sched::coop::spend();
         self.sem
             .try_acquire_raw(MAX_READERS)
             .then(|| self.write_guard())

@@ -234,6 +234,7 @@ impl Semaphore {
     /// assert!(sem.try_acquire_many(2).is_some());
     /// ```
     pub fn try_acquire_many(&self, n: usize) -> Option<SemaphorePermit<'_>> {
+        crate::sched::coop::spend();
         self.try_acquire_raw(n)
             .then(|| SemaphorePermit { sem: self, n })
     }
@@ -379,6 +380,10 @@ impl<'a> Acquire<'a> {
                 return Poll::Ready(());
             }
             Wait::Start => {}
+        }
+        // A safe point (`coop.rs`), before taking anything.
+        if crate::sched::coop::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
         }
         if sem.try_acquire_raw(self.n) {
             self.wait = Wait::Done;

@@ -222,6 +222,10 @@ impl Future for WaitFuture<'_> {
             this.key = None;
             return Poll::Ready(());
         }
+        // A safe point (`coop.rs`).
+        if crate::sched::coop::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
         // Acquire: pairs with the Release of the adds that brought it to zero.
         if count.load(Acquire) == 0 {
             return Poll::Ready(());

@@ -107,7 +107,9 @@ impl Future for Sleep {
         match &self.timer {
             None => {
                 if self.check_clock && self.when <= clock::now() {
-                    return Poll::Ready(());
+                    // A safe point (`coop.rs`): `sleep(0)` in a loop yields
+                    // once the budget is spent.
+                    return crate::sched::coop::poll_proceed(cx);
                 }
                 if self.when == NEVER {
                     return Poll::Pending; // no timer can fire; nothing to arm

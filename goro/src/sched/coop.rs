@@ -1,0 +1,155 @@
+//! Cooperative preemption: a budget of operations per poll.
+//!
+//! goro cannot interrupt a running `poll` (Go sends a signal and rewrites
+//! the goroutine's stack; a Rust future has no such entry point). What it
+//! can do is make every goro operation a *safe point*: a channel `send` or
+//! `recv`, a waiting `select!`, a lock, a `WaitGroup` wait, a join, a sleep
+//! whose deadline has passed, a socket read or write that completes without
+//! waiting. Each one spends one unit of the running task's budget; when the
+//! budget is gone, the next one does not run: it wakes its own task and
+//! returns `Pending`. The task then goes to the *tail* of its P's queue
+//! (a self-wake is a yield, never `runnext`), the tasks queued behind it get
+//! their turn, and the operation runs when the task is polled again, with a
+//! fresh budget. Nothing is lost: the preempted operation had not started.
+//!
+//! Without this, a task whose operations never block — a producer whose
+//! buffer never fills, a `send` + `recv` on its own channel, a `select!`
+//! polled in a loop — keeps its P for as long as it likes, and every task
+//! queued on that P starves (issue: "hog").
+//!
+//! The budget is per poll, refilled by the M before each one
+//! ([`Machine::execute`](crate::sched::machine)), as tokio does (its budget
+//! is 128 operations). Go's budget is time (a 10 ms slice, enforced by
+//! sysmon's signal); goro counts operations instead because reading the
+//! clock at every safe point would cost as much as the operation itself.
+//! The size is [`Policy::preempt`](crate::Policy::preempt).
+//!
+//! Non-blocking operations that return a value at once (`try_send`,
+//! `try_recv`, `select!` with a `default` arm) are plain functions: they
+//! cannot return `Pending`, so they only *spend* budget, and the task yields
+//! at its next awaited operation. A loop made only of them (or of pure
+//! computation) awaits nothing and cannot be preempted by any Rust runtime;
+//! [`consume_budget`] is the safe point to put in such a loop, and
+//! [`crate::block_in_place`] the answer for a poll that must block. The
+//! monitor's stuck-P rescue (`sysmon.rs`) keeps such a poll from holding
+//! back the tasks queued behind it.
+//!
+//! Outside a task poll (a `block_on` future, a plain thread) the budget is
+//! unlimited: there is no queue to yield to.
+
+use crate::sched::machine::CTX;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// The budget outside a task poll: never runs out.
+pub(crate) const UNLIMITED: u32 = u32::MAX;
+
+/// The budget a poll starts with under `policy`.
+pub(crate) fn poll_budget(policy: &crate::Policy) -> u32 {
+    match policy.preempt {
+        crate::Preempt::Off => UNLIMITED,
+        crate::Preempt::Budget(n) => n,
+    }
+}
+
+/// Refills the current thread's budget before a task poll (`n` from the
+/// policy; [`UNLIMITED`] when preemption is off).
+#[inline]
+pub(crate) fn set_budget(n: u32) {
+    CTX.with(|c| c.budget.set(n));
+}
+
+/// A safe point: spends one unit of budget and returns `Ready`, or, with
+/// the budget gone, wakes the task and returns `Pending` (the caller
+/// returns `Pending` too, having done nothing).
+#[inline]
+pub(crate) fn poll_proceed(cx: &Context<'_>) -> Poll<()> {
+    let left = CTX.try_with(|c| {
+        let b = c.budget.get();
+        if b != 0 && b != UNLIMITED {
+            c.budget.set(b - 1);
+        }
+        b
+    });
+    match left {
+        Ok(0) => {
+            preempted();
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+        _ => Poll::Ready(()),
+    }
+}
+
+/// Spends one unit of budget without yielding (an operation that cannot
+/// return `Pending`); the task yields at its next awaited operation.
+#[inline]
+pub(crate) fn spend() {
+    let _ = CTX.try_with(|c| {
+        let b = c.budget.get();
+        if b != 0 && b != UNLIMITED {
+            c.budget.set(b - 1);
+        }
+    });
+}
+
+/// Counts a preemption on the current P.
+#[cold]
+fn preempted() {
+    crate::sched::machine::with_current_p(|p| crate::stats::bump(&p.counters.preemptions, 1));
+}
+
+/// A safe point for loops that await nothing else: spends one unit of the
+/// task's budget, and yields to the tasks queued behind it once the budget
+/// is gone (tokio's `task::coop::consume_budget`). Costs a thread-local
+/// decrement otherwise.
+///
+/// A loop of non-blocking operations (`try_recv`, `select!` with
+/// `default`) never awaits, so no runtime can preempt it; this makes it
+/// preemptible without yielding on every turn as [`crate::yield_now`]
+/// would:
+///
+/// ```
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     let (stop_tx, stop_rx) = goro::chan::bounded::<()>(0);
+///     let hog = goro::spawn(async move {
+///         let mut spins = 0u64;
+///         loop {
+///             goro::select! {
+///                 recv(stop_rx) -> _ => return spins,
+///                 default => spins += 1,
+///             }
+///             goro::coop::consume_budget().await;
+///         }
+///     });
+///     // On one P this only runs because the hog yields.
+///     stop_tx.close();
+///     assert!(hog.await.unwrap() < u64::MAX);
+/// });
+/// ```
+pub fn consume_budget() -> ConsumeBudget {
+    ConsumeBudget(false)
+}
+
+/// The future of [`consume_budget`].
+#[must_use = "futures do nothing unless you `.await` them"]
+#[derive(Debug)]
+pub struct ConsumeBudget(bool);
+
+impl Future for ConsumeBudget {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        if poll_proceed(cx).is_pending() {
+            // Preempted: the next poll (after the queue's turn) completes.
+            self.0 = true;
+            return Poll::Pending;
+        }
+        Poll::Ready(())
+    }
+}
