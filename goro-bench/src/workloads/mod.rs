@@ -1,6 +1,7 @@
 //! The workloads, one file per group of BENCHMARKS.md (`sched.rs`,
 //! `chan.rs`, `time.rs`, `pool.rs`, `net.rs`; goro's side of the net group
-//! is `net_goro.rs`).
+//! is `net_goro.rs`; `guarantees.rs` holds the sched group's
+//! scheduling-guarantee rows: spawn_busy, wake_busy, hog, ping_pong_hog).
 //!
 //! # Adding a workload
 //!
@@ -26,6 +27,7 @@
 //! The Go column is filled whenever the Go twin's `-list` has the same name.
 
 pub mod chan;
+pub mod guarantees;
 pub mod net;
 pub mod net_goro;
 pub mod pool;
@@ -37,6 +39,7 @@ use crate::registry::Workload;
 /// Registers every group, in BENCHMARKS.md order.
 pub fn register(v: &mut Vec<Workload>) {
     sched::register(v);
+    guarantees::register(v);
     chan::register(v);
     time::register(v);
     pool::register(v);
