@@ -98,6 +98,19 @@ struct Plan<'a> {
     seed: &'static Seed,
     rows: Vec<(&'a Workload, usize)>,
     old: goro::Policy,
+    old_spec: String,
+}
+
+/// What `ab` compares: by default a seed's "before" against
+/// `Policy::default()` on the seed's workloads; each can be replaced.
+#[derive(Default)]
+pub struct Custom {
+    /// Overrides for the "old" side instead of the seed's "before".
+    pub old: Option<String>,
+    /// Overrides for the "new" side (on `Policy::default()`).
+    pub new: Option<String>,
+    /// Workloads instead of the seed's.
+    pub workloads: Option<String>,
 }
 
 /// Runs `ab`; returns the process exit code.
@@ -107,7 +120,16 @@ pub fn run(
     default_procs: &[usize],
     opts: &Opts,
     json: Option<&std::path::Path>,
+    custom: &Custom,
 ) -> i32 {
+    let new = match goro::Policy::default().with_overrides(custom.new.as_deref().unwrap_or("")) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("goro-bench ab: --new: {e}");
+            return 2;
+        }
+    };
+    let new_spec = custom.new.clone().unwrap_or_default();
     let seeds: Vec<&'static Seed> = if seed_arg == "all" {
         SEEDS.iter().collect()
     } else {
@@ -131,12 +153,21 @@ pub fn run(
     let mut plans: Vec<Plan> = Vec::new();
     let mut skipped: Vec<String> = Vec::new();
     for seed in seeds {
-        let ws: Vec<&Workload> = seed
-            .workloads
-            .iter()
-            .filter_map(|sel| registry::select(&reg, sel).ok())
-            .flatten()
-            .collect();
+        let sels: Vec<&str> = match &custom.workloads {
+            Some(w) => w.split(',').collect(),
+            None => seed.workloads.to_vec(),
+        };
+        let mut ws: Vec<&Workload> = Vec::new();
+        for sel in sels {
+            match registry::select(&reg, sel) {
+                Ok(v) => ws.extend(v),
+                Err(e) if custom.workloads.is_some() => {
+                    eprintln!("goro-bench ab: --workloads: {e}");
+                    return 2;
+                }
+                Err(_) => {}
+            }
+        }
         if ws.is_empty() {
             skipped.push(format!(
                 "seed {}: workloads not implemented yet (issue: {})",
@@ -144,8 +175,13 @@ pub fn run(
             ));
             continue;
         }
-        let old = match goro::Policy::default().with_overrides(seed.before) {
+        let old_spec = custom.old.clone().unwrap_or_else(|| seed.before.to_string());
+        let old = match goro::Policy::default().with_overrides(&old_spec) {
             Ok(p) => p,
+            Err(e) if custom.old.is_some() => {
+                eprintln!("goro-bench ab: --old: {e}");
+                return 2;
+            }
             Err(e) => {
                 skipped.push(format!(
                     "seed {}: its \"before\" policy '{}' is not accepted by this goro ({e})",
@@ -163,7 +199,12 @@ pub fn run(
             .iter()
             .flat_map(|w| harness::procs_for(w, &ps).into_iter().map(move |p| (*w, p)))
             .collect();
-        plans.push(Plan { seed, rows, old });
+        plans.push(Plan {
+            seed,
+            rows,
+            old,
+            old_spec,
+        });
     }
     for s in &skipped {
         println!("{s}");
@@ -192,12 +233,12 @@ pub fn run(
             Contender {
                 label: "old".into(),
                 kind: Kind::Goro(plan.old.clone()),
-                policy_spec: plan.seed.before.into(),
+                policy_spec: plan.old_spec.clone(),
             },
             Contender {
                 label: "new".into(),
-                kind: Kind::Goro(goro::Policy::default()),
-                policy_spec: String::new(),
+                kind: Kind::Goro(new.clone()),
+                policy_spec: new_spec.clone(),
             },
         ];
         let mut rows: Vec<(String, Measurement, Measurement)> = Vec::new();
@@ -216,8 +257,15 @@ pub fn run(
         let mut out = vec![
             String::new(),
             format!(
-                "seed {} ({}): old = Policy::default() + {}, new = Policy::default()",
-                plan.seed.id, plan.seed.title, plan.seed.before
+                "seed {} ({}): old = Policy::default() + {}, new = Policy::default(){}",
+                plan.seed.id,
+                plan.seed.title,
+                plan.old_spec,
+                if new_spec.is_empty() {
+                    String::new()
+                } else {
+                    format!(" + {new_spec}")
+                }
             ),
         ];
         out.extend(table("time/op", &rows, Measurement::ns_values, dur));

@@ -103,6 +103,17 @@ enum Cmd {
     Ab {
         /// 000..004, or all
         seed: String,
+        /// GORO_POLICY overrides for the "old" side instead of the seed's
+        /// "before" (e.g. `runnext_wake=off`)
+        #[arg(long)]
+        old: Option<String>,
+        /// GORO_POLICY overrides for the "new" side (default: none, i.e.
+        /// `Policy::default()`)
+        #[arg(long)]
+        new: Option<String>,
+        /// Workloads instead of the seed's (as for `run`)
+        #[arg(long)]
+        workloads: Option<String>,
         #[command(flatten)]
         common: Common,
     },
@@ -171,7 +182,13 @@ fn main() {
             suite(&workloads, &names, &common, None)
         }
         Cmd::Compare { svg, common } => suite("all", &["goro", "tokio", "go"], &common, svg),
-        Cmd::Ab { seed, common } => {
+        Cmd::Ab {
+            seed,
+            old,
+            new,
+            workloads,
+            common,
+        } => {
             let procs = common
                 .procs
                 .as_ref()
@@ -182,6 +199,11 @@ fn main() {
                 &default_procs(),
                 &opts(&common, 10, 5),
                 common.json.as_deref(),
+                &ab::Custom {
+                    old,
+                    new,
+                    workloads,
+                },
             )
         }
         Cmd::Load {

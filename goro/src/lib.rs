@@ -53,7 +53,7 @@ pub mod sync;
 pub mod time;
 
 pub use goro_macros::{main, test};
-pub use runtime::policy::{Policy, PolicyError, Preempt, SpinPolicy, TimerPlacement};
+pub use runtime::policy::{Policy, PolicyError, Preempt, RunnextWake, SpinPolicy, TimerPlacement};
 pub use runtime::{spawn, yield_now, Builder, Runtime};
 pub use sched::blocking::{block_in_place, spawn_blocking};
 pub use sched::task::{JoinError, JoinHandle};

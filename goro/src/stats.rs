@@ -88,6 +88,9 @@ counters! {
     steal_ns,
     /// Times the monitor marked a P stuck in one poll.
     retakes,
+    /// Times an M parked as the hand-off watcher (seed 004: it looks at
+    /// busy Ps' `runnext` every 50 µs instead of being woken for each put).
+    watches,
     /// Tasks preempted at a safe point after spending their budget
     /// (cooperative preemption, `Policy::preempt`).
     preemptions,

@@ -395,7 +395,7 @@ where
     if sched.is_shutdown() {
         drop(runnable); // cancels the task: its handle reports Cancelled
     } else {
-        sched.place(p, runnable, false);
+        sched.place(p, runnable);
     }
     handle
 }

@@ -56,6 +56,24 @@ pub enum TimerPlacement {
     Global,
 }
 
+/// Seed 004: who wakes an idle P for a task put into a busy P's `runnext`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunnextWake {
+    /// Go's `ready` and `newproc`: every put into `runnext` calls `wakep`,
+    /// so a spinning thread is on its way at once; the thief's pause
+    /// ([`Policy::runnext_steal_pause`]) keeps it from stealing a task that
+    /// the busy P is about to run itself.
+    Eager,
+    /// As `Eager`, but a spinner that finds nothing except tasks in busy
+    /// Ps' `runnext` (a pipeline whose owner runs them itself) looks again
+    /// every 50 µs, parked, instead of looping as Go's does. The default;
+    /// see `sched/idle.rs`, "Hand-off".
+    Watch,
+    /// Nobody until the monitor finds the P stuck (a poll longer than a
+    /// 10 ms slice): goro before cooperative hand-off.
+    Off,
+}
+
 /// Cooperative preemption: how many goro operations a task may complete
 /// in one poll before the next one yields (see [`crate::coop`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +120,9 @@ pub struct Policy {
     /// Seed 004: how long a thief waits before taking a busy processor's
     /// `runnext` task, giving the owner the chance to run it itself.
     pub runnext_steal_pause: Duration,
+    /// Seed 004: how a task put into a busy P's `runnext` reaches an idle
+    /// P if the poll that readied it keeps running.
+    pub runnext_wake: RunnextWake,
     /// Seed 002: thieves skip processors whose bit is set in the idle mask.
     pub idle_mask: bool,
     /// Seed 002: passes over all processors a spinning thread makes while
@@ -128,6 +149,7 @@ impl Default for Policy {
         Policy {
             runnext: true,
             runnext_steal_pause: Duration::from_micros(3),
+            runnext_wake: RunnextWake::Watch,
             idle_mask: true,
             steal_passes: 2,
             spin: SpinPolicy::DEFAULT,
@@ -153,7 +175,7 @@ impl fmt::Display for PolicyError {
 impl std::error::Error for PolicyError {}
 
 const ACCEPTED: &str = "accepted: comma-separated name=value with names \
-    runnext=true|false, runnext_steal_pause=<n>ns|us|ms, idle_mask=true|false, \
+    runnext=true|false, runnext_steal_pause=<n>ns|us|ms, runnext_wake=watch|eager|off, idle_mask=true|false, \
     steal_passes=1..16, spin=bounded|unbounded|bounded:<spin>:<yield>, timers=per_p|global, \
     pool_victim=true|false, preempt=off|<ops per poll 1..1000000>, or the whole string 'default' or 'legacy'";
 
@@ -163,6 +185,7 @@ impl Policy {
         Policy {
             runnext: false,
             runnext_steal_pause: Duration::ZERO,
+            runnext_wake: RunnextWake::Eager,
             idle_mask: false,
             steal_passes: 4,
             spin: SpinPolicy::Unbounded,
@@ -247,6 +270,14 @@ impl Policy {
                 "runnext_steal_pause" => {
                     self.runnext_steal_pause = parse_duration(value)
                         .ok_or_else(|| err(item, format!("'{value}' is not a duration")))?
+                }
+                "runnext_wake" => {
+                    self.runnext_wake = match value {
+                        "eager" => RunnextWake::Eager,
+                        "watch" => RunnextWake::Watch,
+                        "off" => RunnextWake::Off,
+                        _ => return Err(err(item, format!("'{value}' is not a runnext wake"))),
+                    }
                 }
                 "timers" => {
                     self.timers = match value {

@@ -174,7 +174,8 @@ impl Machine {
                 let mut lists = sched.idle.lock();
                 sched.pidleput(&mut lists, pid);
             }
-            if was_spinning {
+            let watcher = was_spinning && sched.policy.runnext_wake == crate::RunnextWake::Watch;
+            if was_spinning && !watcher {
                 self.spinning = false;
                 sched.idle.dec_spinning();
             }
@@ -182,7 +183,25 @@ impl Machine {
             // published before a publisher read our npidle/nmspinning
             // updates as "nobody to wake" is visible to the checks below.
             fence(Ordering::SeqCst);
-            let work = !sched.global.is_empty() || (was_spinning && self.any_local_work());
+            let mut local = if was_spinning {
+                self.local_work()
+            } else {
+                LocalWork::None
+            };
+            if watcher {
+                // Seed 004's hand-off (idle.rs): only busy Ps' `runnext`
+                // tasks: stay spinning and park as the watcher (`stopm`).
+                if local == LocalWork::Runnext && sched.global.is_empty() {
+                    return None;
+                }
+                self.spinning = false;
+                sched.idle.dec_spinning();
+                fence(Ordering::SeqCst);
+                if local == LocalWork::None {
+                    local = self.local_work();
+                }
+            }
+            let work = !sched.global.is_empty() || local != LocalWork::None;
             if work {
                 if let Some(p) = sched.acquire_idle_p() {
                     self.acquirep(p);
@@ -195,14 +214,32 @@ impl Machine {
         }
     }
 
-    /// Go's `checkRunqsNoP`: is there a P with queued work?
-    fn any_local_work(&self) -> bool {
+    /// Go's `checkRunqsNoP`: is there a P with queued work, and is it more
+    /// than a task in the `runnext` of a P whose owner will run it (not
+    /// stuck)?
+    fn local_work(&self) -> LocalWork {
         let sched = &self.sched;
         let skip = |i| sched.policy.idle_mask && sched.idle.is_idle(i);
-        sched
-            .ps
-            .iter()
-            .enumerate()
-            .any(|(i, p)| !skip(i) && !p.runq.is_empty())
+        let mut found = LocalWork::None;
+        for (i, p) in sched.ps.iter().enumerate() {
+            if skip(i) || p.runq.is_empty() {
+                continue;
+            }
+            if p.runq.len() > 0 || p.is_stuck() {
+                return LocalWork::Ring;
+            }
+            found = LocalWork::Runnext;
+        }
+        found
     }
+}
+
+/// What a spinning M giving up its P finds in the other Ps' queues.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LocalWork {
+    None,
+    /// Only tasks in the `runnext` of running Ps.
+    Runnext,
+    /// Tasks in a ring, or in a stuck P's `runnext`.
+    Ring,
 }

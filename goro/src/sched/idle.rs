@@ -23,12 +23,45 @@
 //! while every thread is going to sleep is always picked up (the loom model
 //! `loom_park` checks this).
 //!
-//! goro departs from Go in one place: a task put into an *empty* `runnext`
-//! does not call `wakep`. It will run on this P as soon as the current poll
-//! returns, so waking a thread to steal it would only create the thrashing
-//! seed 004 removes (and cost a futex wake per hop of a ping-pong). If the
-//! current poll does not return within a slice, the monitor marks the P stuck
-//! and calls `wakep` itself (see `sysmon.rs`).
+//! # Hand-off: a task put into a busy P's `runnext` (seed 004)
+//!
+//! A task readied by a running task goes to that P's `runnext`: it runs as
+//! soon as the current poll returns. If the poll keeps running, the task
+//! must still reach an idle P promptly. Go calls `wakep` on every ready;
+//! the woken spinner pauses before it steals the only task from a running
+//! P's `runnext`, so that in a pipeline (the owner runs the task itself a
+//! moment later) it does not steal and the task does not thrash between
+//! Ps. That is seed 004, and goro keeps both halves (`RunnextWake::Eager`).
+//!
+//! In a pipeline, though, Go's spinner then loops: after the pause it finds
+//! nothing, gives its P back, re-checks the run queues, sees the *next*
+//! task in the busy P's `runnext`, takes a P again and pauses again, for as
+//! long as the pipeline runs, still counted as spinning (so the putter
+//! wakes nobody else). Go's pause is a `usleep(3)`, which Linux's timer
+//! slack stretches to about 50 µs, so its spinner in effect looks at the
+//! busy P every 50 µs or so. goro's pause spins, so the same loop
+//! (`RunnextWake::Eager`) burned the other core. The default
+//! (`RunnextWake::Watch`) makes the sleep explicit and puts it where it
+//! belongs:
+//!
+//! * A spinner giving up whose re-check finds nothing but tasks in busy Ps'
+//!   `runnext` stays counted as spinning and parks as the *watcher*, with a
+//!   timeout of [`WATCH`] instead of indefinitely.
+//! * Since it counts as spinning, a put (into `runnext` or anywhere) wakes
+//!   nobody meanwhile. When the timeout ends, the watcher takes an idle P
+//!   and searches as a spinner: a task behind a long poll is stolen after
+//!   the usual pause, a task that a pipeline's owner runs itself is left
+//!   alone, and the M watches again or, with no such task left anywhere,
+//!   stops spinning and parks for good (nothing to watch: zero wakeups).
+//! * Woken with a P before its timeout, it keeps its spinning count for
+//!   the search it is about to make.
+//!
+//! No wakeup is lost: a putter that saw `nmspinning > 0` and woke nobody is
+//! covered by the watcher, which re-checks after every timeout and, before
+//! it stops counting as spinning, re-checks once more after the decrement
+//! (the idle side of publish-fence-check). `runnext` needs no fence on the
+//! putter's side: the swap is a SeqCst read-modify-write, as Go's
+//! `runnext` CAS is its barrier.
 //!
 //! The idle mask (seed 002) has one bit per P, set while the P is in the idle
 //! list; thieves skip those Ps without touching their run queues. It is only
@@ -37,6 +70,11 @@
 use crate::loom::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::sched::park::Parker;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long the watcher sleeps between looks (Go's pause is a `usleep(3)`,
+/// which Linux's default timer slack makes about as long).
+pub(crate) const WATCH: Duration = Duration::from_micros(50);
 
 /// The lists protected by the idle lock.
 pub(crate) struct IdleLists {
@@ -52,6 +90,7 @@ pub(crate) struct Idle {
     npidle: AtomicUsize,
     /// Number of spinning Ms (looking for work while holding a P, or woken to).
     nmspinning: AtomicUsize,
+
     /// Bit i set while P i is idle.
     mask: Box<[AtomicU64]>,
     /// Bit i set while P i may have timers (Go's `timerpMask`): set when

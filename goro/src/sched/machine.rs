@@ -266,24 +266,36 @@ impl Machine {
     fn stopm(&mut self) -> Handoff {
         let parker = self.parker.clone();
         loop {
-            {
+            let exit = {
                 let mut lists = self.sched.idle.lock();
                 // Checked under the idle lock: shutdown sets the flag, then
                 // takes the lock to wake every M on the list, so we either
                 // see the flag or get woken.
-                if self.sched.is_shutdown() {
-                    return Handoff::Exit;
+                let exit = self.sched.is_shutdown();
+                if !exit {
+                    lists.ms.push(parker.clone());
                 }
-                lists.ms.push(parker.clone());
+                exit
+            };
+            if exit {
+                return self.woken(Handoff::Exit);
             }
             bump_shared(&self.sched.counters.parks, 1);
-            let woke = match self.park_as_timer_sleeper(&parker) {
-                Some(h) => h,
-                None => parker.park(None),
+            let woke = if self.spinning {
+                // The watcher (idle.rs, "Hand-off"), still counted as
+                // spinning: look again after WATCH (the timeout takes the
+                // path below: leave the list, take an idle P, search).
+                bump_shared(&self.sched.counters.watches, 1);
+                parker.park(Some(crate::sched::idle::WATCH))
+            } else {
+                match self.park_as_timer_sleeper(&parker) {
+                    Some(h) => h,
+                    None => parker.park(None),
+                }
             };
             match woke {
                 Some(Handoff::Recheck) | None => {}
-                Some(h) => return h,
+                Some(h) => return self.woken(h),
             }
             // A timer is due (or a new earlier one was armed): leave the idle
             // list. If we are no longer on it, a waker popped us and its
@@ -302,20 +314,51 @@ impl Machine {
                 loop {
                     match parker.park(None) {
                         Some(Handoff::Recheck) | None => continue,
-                        Some(h) => return h,
+                        Some(h) => return self.woken(h),
                     }
                 }
             }
             if self.sched.is_shutdown() {
-                return Handoff::Exit;
+                return self.woken(Handoff::Exit);
             }
             if let Some(p) = self.sched.acquire_idle_p() {
-                return Handoff::P { p, spinning: false };
+                // A watcher searches as the spinner it still counts as.
+                return Handoff::P {
+                    p,
+                    spinning: std::mem::take(&mut self.spinning),
+                };
+            }
+            if std::mem::take(&mut self.spinning) {
+                // Every P is busy, each with its own `runnext` to run: stop
+                // watching. The M that next runs out of work spins and
+                // searches (find.rs), as in Go.
+                self.sched.idle.dec_spinning();
             }
             // Every P is busy: their owners run their own timers, and the
             // tasks the poller readied go to the global queue.
             if self.has_ready() {
                 self.deliver_ready();
+            }
+        }
+    }
+
+    /// The handoff `stopm` returns once woken with `h`. A watcher (still
+    /// counted as spinning) keeps one count for the search it is handed a
+    /// P for; if the waker counted it as spinning too, one count goes.
+    fn woken(&mut self, h: Handoff) -> Handoff {
+        if !std::mem::take(&mut self.spinning) {
+            return h;
+        }
+        match h {
+            Handoff::P { p, spinning } => {
+                if spinning {
+                    self.sched.idle.dec_spinning();
+                }
+                Handoff::P { p, spinning: true }
+            }
+            other => {
+                self.sched.idle.dec_spinning();
+                other
             }
         }
     }

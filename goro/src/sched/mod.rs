@@ -172,18 +172,17 @@ impl Sched {
             return;
         }
         match machine::wake_target(self) {
-            WakeTarget::Runnext(p) => {
-                self.runqput(&self.ps[p], task, self.policy.runnext && !yielded)
-            }
+            WakeTarget::Runnext(p) if yielded => self.runqput_yield(&self.ps[p], task),
+            WakeTarget::Runnext(p) => self.runqput(&self.ps[p], task, self.policy.runnext),
             WakeTarget::TimerBatch(p) => self.runqput_quiet(&self.ps[p], task),
             WakeTarget::Global => self.inject(task),
         }
     }
 
     /// Queues `task` on P `p` (the caller's own) or, without one, globally.
-    pub(crate) fn place(&self, p: Option<usize>, task: Runnable, yielded: bool) {
+    pub(crate) fn place(&self, p: Option<usize>, task: Runnable) {
         match p {
-            Some(p) => self.runqput(&self.ps[p], task, self.policy.runnext && !yielded),
+            Some(p) => self.runqput(&self.ps[p], task, self.policy.runnext),
             None => self.inject(task),
         }
     }
@@ -191,9 +190,7 @@ impl Sched {
     /// Go's `runqput` + `wakep`, on the current thread's own P.
     pub(crate) fn runqput(&self, p: &Processor, task: Runnable, next: bool) {
         match p.runq.put(task, next) {
-            // Runs right after the current poll: waking a thief would only
-            // make it thrash (see idle.rs).
-            Put::Runnext => {}
+            Put::Runnext => self.wake_for_runnext(),
             Put::Ring => {
                 if next {
                     bump(&p.counters.runnext_bumps, 1);
@@ -205,6 +202,34 @@ impl Sched {
                 self.global.push_batch(batch);
                 self.wakep();
             }
+        }
+    }
+
+    /// Seed 004's hand-off: after a put into this P's empty `runnext`, make
+    /// sure an idle P will take the task if the current poll keeps running
+    /// (`idle.rs`, "Hand-off"). No fence: the `runnext` swap was SeqCst.
+    #[inline]
+    fn wake_for_runnext(&self) {
+        use crate::RunnextWake;
+        match self.policy.runnext_wake {
+            RunnextWake::Off => {}
+            RunnextWake::Eager | RunnextWake::Watch => self.wakep_published(),
+        }
+    }
+
+    /// A task that woke itself while running (a yield, a preemption) goes
+    /// to the tail, and wakes nobody: its poll is returning, so this P
+    /// looks for work at once, and the tasks already queued each called
+    /// `wakep` when they were put. Waking a thread here only sent it to
+    /// steal the yielder: a task preempted every few microseconds (`hog`)
+    /// bounced between two threads that the kernel had often placed on one
+    /// CPU, and a sleeper beside it waited out their time slices (5 ms
+    /// gaps at procs 2, against 1.6 ms without preemption).
+    fn runqput_yield(&self, p: &Processor, task: Runnable) {
+        if let Put::Overflow(batch) = p.runq.put(task, false) {
+            bump(&p.counters.runq_overflows, 1);
+            self.global.push_batch(batch);
+            self.wakep();
         }
     }
 
@@ -231,6 +256,12 @@ impl Sched {
         // the task we just queued is visible to anyone who reads the
         // counters after us (see idle.rs).
         fence(Ordering::SeqCst);
+        self.wakep_published();
+    }
+
+    /// `wakep` for a caller whose publishing store was itself SeqCst (the
+    /// `runnext` swap), which is the fence.
+    pub(crate) fn wakep_published(&self) {
         if !self.idle.try_claim_spinner() {
             return;
         }

@@ -113,9 +113,11 @@ impl RunQueue {
     pub(crate) fn put(&self, task: Runnable, next: bool) -> Put {
         let mut task = task.into_raw().as_ptr();
         if next {
-            // AcqRel: Release publishes the task's state to a thief that takes
-            // it from runnext; Acquire pairs with the thief's/owner's swap-out.
-            let old = self.runnext.swap(task, Ordering::AcqRel);
+            // Release publishes the task's state to a thief that takes it
+            // from runnext; Acquire pairs with the thief's/owner's swap-out.
+            // SeqCst: the publish half of the hand-off's publish-check
+            // (idle.rs, "Hand-off"); on x86 the same `xchg` as AcqRel.
+            let old = self.runnext.swap(task, Ordering::SeqCst);
             if old.is_null() {
                 return Put::Runnext;
             }
