@@ -81,10 +81,10 @@ pub const SEEDS: &[Seed] = &[
         id: "004",
         title: "no thrashing",
         workloads: &["ring", "ring_buf"],
-        before: "runnext=false,runnext_steal_pause=0ns",
+        before: "runnext_wake=eager,runnext_steal_pause=0ns",
         procs: Some(&[1, 2, 4]),
         issue: "sched",
-        extras: &["steals_per_op", "runnext_steals_per_op"],
+        extras: &["steals_per_op", "runnext_steals_per_op", "wakeups_per_op"],
     },
 ];
 

@@ -330,7 +330,8 @@ fn build_tokio(procs: usize) -> Result<Arc<tokio::runtime::Runtime>, String> {
 
 /// The goro counters a run adds as extras: the share of wall × procs spent
 /// in find-runnable's slow path and in steal passes (seed 002's measure),
-/// and steals / runnext steals / parks per op. Counted over the whole run
+/// and steals (task migrations) / runnext steals (steals of a lone task) /
+/// parks / wakeups (threads unparked or started) / preemptions per op. Counted over the whole run
 /// (setup included), so per-op counts are slightly high for workloads with
 /// heavy setup.
 fn goro_extras(s: &mut Sample, before: &goro::Stats, after: &goro::Stats, procs: usize) {
@@ -353,6 +354,14 @@ fn goro_extras(s: &mut Sample, before: &goro::Stats, after: &goro::Stats, procs:
     ));
     s.extra
         .push(("parks_per_op".into(), d(after.parks, before.parks) / ops));
+    s.extra.push((
+        "wakeups_per_op".into(),
+        d(after.unparks + after.threads_started, before.unparks + before.threads_started) / ops,
+    ));
+    s.extra.push((
+        "preemptions_per_op".into(),
+        d(after.preemptions, before.preemptions) / ops,
+    ));
 }
 
 fn to_sample(out: crate::registry::RunOut) -> Sample {

@@ -243,6 +243,7 @@ fn schedtrace_line_has_gos_shape() {
         && line.contains(" threads=")
         && line.contains(" spinningthreads=")
         && line.contains(" idlethreads=")
+        && line.contains(" preemptions=")
         && line.contains(" runqueue=")
         && line.ends_with(']')
         && line

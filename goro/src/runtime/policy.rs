@@ -10,7 +10,13 @@
 //! | 001 per-P timers | [`Policy::timers`] | a timer heap per P | one global heap under one lock |
 //! | 002 idle mask, bounded stealing | [`Policy::idle_mask`], [`Policy::steal_passes`] | mask on, 2 passes | mask off, 4 passes |
 //! | 003 pool victim cache | [`Policy::pool_victim`] | a cycle moves primary to victim, drops the old victim | a cycle drops everything |
-//! | 004 no thrashing | [`Policy::runnext`], [`Policy::runnext_steal_pause`] | wake into `runnext`, 3 µs pause | FIFO wakes, no pause |
+//! | 004 no thrashing | [`Policy::runnext_steal_pause`], [`Policy::runnext_wake`] | 3 µs pause; a spinner that only finds a pipeline's `runnext` watches it every 50 µs | no pause (a thief takes a lone `runnext` task at once); every spinner loops as Go's did |
+//!
+//! Two more fields are not seeds: [`Policy::runnext`] (Go had `runnext`
+//! before seed 004, so `legacy` keeps it) and [`Policy::preempt`]
+//! (cooperative preemption; Go has always preempted). In every policy a
+//! put into a busy P's `runnext` wakes an idle P, as Go's `ready` does,
+//! unless `runnext_wake=off`.
 //!
 //! `GORO_POLICY=name=value,...` overrides fields at start-up (see
 //! [`Policy::from_env`]); a malformed value is an error that names the variable,
@@ -183,7 +189,7 @@ impl Policy {
     /// Every improvement off: the "before" of each seed.
     pub fn legacy() -> Policy {
         Policy {
-            runnext: false,
+            runnext: true,
             runnext_steal_pause: Duration::ZERO,
             runnext_wake: RunnextWake::Eager,
             idle_mask: false,

@@ -13,19 +13,23 @@
 //!   to run tasks; there are exactly `procs` Ps.
 //!
 //! A task that becomes ready while its waker runs on an M holding a P goes to
-//! that P's `runnext` (or its ring); from anywhere else it goes to the global
-//! queue (`global.rs`). An M looks for work in Go's order (`find.rs`): its
+//! that P's `runnext` (or its ring), and an idle P is woken in case the
+//! waker's poll keeps running (`idle.rs`, "Hand-off"); from anywhere else it
+//! goes to the global queue (`global.rs`). An M looks for work in Go's order (`find.rs`): its
 //! P's local queue (every 61st slice the global queue first), the global
 //! queue, then stealing half of another P's queue (`steal.rs`); when it finds
 //! nothing it gives the P back and sleeps (`idle.rs`, `park.rs`); one
 //! sleeping M waits in the network poller while sockets are open
 //! (`net/poller.rs`).
 //!
-//! Unlike Go, goro cannot preempt a running task: a future runs until it
-//! returns from `poll`. A `poll` that blocks is the program's bug, but one
-//! slow poll must not stall the tasks queued behind it, so the monitor
-//! thread (`sysmon.rs`) marks a P whose current poll outlasts a slice as
-//! stuck, and thieves drain it. Blocking on purpose goes through
+//! Unlike Go, goro cannot interrupt a running task: a future runs until it
+//! returns from `poll`. What it can do is make every goro operation a safe
+//! point: past a budget of operations in one poll, the next one yields
+//! (`coop.rs`), so a task whose operations never block cannot starve its
+//! P. A `poll` that blocks, or computes without calling into goro, is out
+//! of that reach; so that it does not stall the tasks queued behind it, the
+//! monitor thread (`sysmon.rs`) marks a P whose current poll outlasts a
+//! slice as stuck, and thieves drain it. Blocking on purpose goes through
 //! `block_in_place`, which hands the P to another thread first
 //! (`blocking.rs`).
 //!

@@ -204,7 +204,10 @@ fn retake(sched: &Sched) -> bool {
     any
 }
 
-/// `SCHED 1004ms: procs=4 idleprocs=3 threads=6 spinningthreads=0 idlethreads=2 runqueue=0 [0 1 0 0]`
+/// `SCHED 1004ms: procs=4 idleprocs=3 threads=6 spinningthreads=0 idlethreads=2 preemptions=17 runqueue=0 [0 1 0 0]`
+///
+/// Go's shape, plus `preemptions` (goro's cooperative preemptions so far,
+/// `coop.rs`), where Go's line has `needspinning`.
 pub(crate) fn schedtrace_line(sched: &Sched) -> String {
     let idle_threads = sched.idle.lock().ms.len();
     let queues: Vec<String> = sched
@@ -213,7 +216,7 @@ pub(crate) fn schedtrace_line(sched: &Sched) -> String {
         .map(|p| (p.runq.len() + usize::from(p.runq.has_runnext())).to_string())
         .collect();
     format!(
-        "SCHED {}ms: procs={} idleprocs={} threads={} spinningthreads={} idlethreads={} runqueue={} [{}]",
+        "SCHED {}ms: procs={} idleprocs={} threads={} spinningthreads={} idlethreads={} preemptions={} runqueue={} [{}]",
         sched.start.elapsed().as_millis(),
         sched.procs,
         sched.idle.npidle(),
@@ -221,6 +224,11 @@ pub(crate) fn schedtrace_line(sched: &Sched) -> String {
         sched.nthreads.load(Ordering::Relaxed) + 1,
         sched.idle.nmspinning(),
         idle_threads,
+        sched
+            .ps
+            .iter()
+            .map(|p| p.counters.preemptions.load(Ordering::Relaxed))
+            .sum::<u64>(),
         sched.global.len(),
         queues.join(" ")
     )
