@@ -313,6 +313,7 @@ fn build_goro(procs: usize, policy: &goro::Policy) -> Result<Arc<goro::Runtime>,
         .procs(procs)
         .policy(policy.clone())
         .thread_name("gb-goro")
+        .measure_find_cpu(true) // find_cpu_share; two clock reads per search
         .build()
         .map(Arc::new)
         .map_err(|e| format!("cannot build the goro runtime: {e}"))
@@ -330,13 +331,35 @@ fn build_tokio(procs: usize) -> Result<Arc<tokio::runtime::Runtime>, String> {
 
 /// The goro counters a run adds as extras: the share of wall × procs spent
 /// in find-runnable's slow path and in steal passes (seed 002's measure),
-/// and steals / runnext steals / parks per op. Counted over the whole run
-/// (setup included), so per-op counts are slightly high for workloads with
+/// and steals / runnext steals / parks per op. Seed 002's work measures,
+/// which wall time on a machine with fewer cores than procs cannot show:
+/// per search (slow-path entry) the other Ps' queues read (about a cache
+/// line each) and the steal attempts that took nothing; searches per op;
+/// and the slow path's thread CPU time over the process CPU time of the
+/// measured region. Counted over the whole run (setup included), so
+/// per-op counts and the CPU share are slightly high for workloads with
 /// heavy setup.
 fn goro_extras(s: &mut Sample, before: &goro::Stats, after: &goro::Stats, procs: usize) {
     let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
     let denom = (s.wall_ns as f64 * procs as f64).max(1.0);
     let ops = s.ops.max(1) as f64;
+    let finds = d(after.find_runnable_calls, before.find_runnable_calls).max(1.0);
+    s.extra.push((
+        "inspected_per_find".into(),
+        d(after.queues_inspected, before.queues_inspected) / finds,
+    ));
+    s.extra.push((
+        "failed_steals_per_find".into(),
+        d(after.steal_fails, before.steal_fails) / finds,
+    ));
+    s.extra.push((
+        "finds_per_op".into(),
+        d(after.find_runnable_calls, before.find_runnable_calls) / ops,
+    ));
+    s.extra.push((
+        "find_cpu_share".into(),
+        d(after.find_cpu_ns, before.find_cpu_ns) / (s.cpu_ns as f64).max(1.0),
+    ));
     s.extra.push((
         "find_runnable_share".into(),
         d(after.find_runnable_ns, before.find_runnable_ns) / denom,
