@@ -227,6 +227,11 @@ pub fn run(
         names: Default::default(),
         note: Some("ab runs goro only".into()),
     };
+    // ab alone pays for find_cpu_share's clock reads (Opts::find_cpu).
+    let opts = &Opts {
+        find_cpu: true,
+        ..opts.clone()
+    };
     let n_rows: usize = plans.iter().map(|p| p.rows.len()).sum();
     let ui = Ui::new(n_rows as u64 * harness::steps(2, opts));
     let min_p = stats::min_p(opts.runs, opts.runs);

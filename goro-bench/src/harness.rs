@@ -179,6 +179,13 @@ pub struct Opts {
     pub quick: bool,
     /// Deadline of one run.
     pub timeout: Duration,
+    /// Build goro runtimes with `measure_find_cpu` (the `find_cpu_share`
+    /// extra). Only `ab` sets it: the thread CPU clock is a syscall (about
+    /// 0.6 µs on the 2-core VM), two per search, which at burst/procs=128
+    /// doubled goro's cpu/op (361 → 722 ns) and added a third to its
+    /// time/op, too much to leave in the tables that compare goro with Go
+    /// and tokio. Both sides of an ab pay it alike.
+    pub find_cpu: bool,
 }
 
 /// The progress bar and the one-line messages printed around it.
@@ -308,12 +315,16 @@ fn guarded<T: Send + 'static>(
     }
 }
 
-fn build_goro(procs: usize, policy: &goro::Policy) -> Result<Arc<goro::Runtime>, String> {
+fn build_goro(
+    procs: usize,
+    policy: &goro::Policy,
+    find_cpu: bool,
+) -> Result<Arc<goro::Runtime>, String> {
     goro::Runtime::builder()
         .procs(procs)
         .policy(policy.clone())
         .thread_name("gb-goro")
-        .measure_find_cpu(true) // find_cpu_share; two clock reads per search
+        .measure_find_cpu(find_cpu) // find_cpu_share (Opts::find_cpu)
         .build()
         .map(Arc::new)
         .map_err(|e| format!("cannot build the goro runtime: {e}"))
@@ -356,10 +367,13 @@ fn goro_extras(s: &mut Sample, before: &goro::Stats, after: &goro::Stats, procs:
         "finds_per_op".into(),
         d(after.find_runnable_calls, before.find_runnable_calls) / ops,
     ));
-    s.extra.push((
-        "find_cpu_share".into(),
-        d(after.find_cpu_ns, before.find_cpu_ns) / (s.cpu_ns as f64).max(1.0),
-    ));
+    if after.find_cpu_ns > 0 {
+        // Only where measured (`Opts::find_cpu`), else the table shows 0%.
+        s.extra.push((
+            "find_cpu_share".into(),
+            d(after.find_cpu_ns, before.find_cpu_ns) / (s.cpu_ns as f64).max(1.0),
+        ));
+    }
     s.extra.push((
         "find_runnable_share".into(),
         d(after.find_runnable_ns, before.find_runnable_ns) / denom,
@@ -467,7 +481,7 @@ pub fn measure_row(
                     m.missing = Some(note.to_string());
                     State::Off
                 }
-                Ok(b) => match build_goro(procs, p) {
+                Ok(b) => match build_goro(procs, p, opts.find_cpu) {
                     Ok(rt) => State::Goro(rt, b.clone()),
                     Err(e) => {
                         m.error = Some(e);
