@@ -25,7 +25,7 @@ func init() {
 			Workload{fmt.Sprintf("ring_buf/n=%d", n), "sched", fmt.Sprintf("one token hop in a ring of %d goroutines over channels of capacity 1", n), ring(n, 1)},
 		)
 	}
-	for _, p := range []int{16, 64} {
+	for _, p := range []int{16, 64, 128} {
 		name := fmt.Sprintf("burst/procs=%d", p)
 		register(Workload{name, "sched", "one short goroutine (~0.5 µs of work) in bursts of 1000 separated by 500 µs idle gaps", burst})
 		fixProcs(name, p)
@@ -319,9 +319,9 @@ func shortWork(seed uint64) {
 	}
 }
 
-// burst — burst/procs=16, burst/procs=64 (seed 002).
+// burst — burst/procs=16, burst/procs=64, burst/procs=128 (seed 002).
 //
-// Always runs at GOMAXPROCS 16 or 64 (the name says which; main overrides
+// Always runs at GOMAXPROCS 16, 64 or 128 (the name says which; main overrides
 // -procs via fixProcs, as goro-bench's fixed_procs does), far above the
 // cores. B bursts; in each, the benchmark goroutine spawns 1000 short
 // goroutines (shortWork, ~0.5 µs each), waits for all of them on a
@@ -340,7 +340,9 @@ func shortWork(seed uint64) {
 // every P idle lasts about 1.1 ms, where the OS sleep lasts about 0.55 ms:
 // gap_avg_us (Go only) is the mean measured gap, to subtract when comparing
 // (each µs of gap is 1 ns/op).
-// goro's find_runnable_share / steal_share extras have no Go counterpart.
+// goro's find_runnable_share / steal_share and work-per-search extras
+// (inspected_per_find, failed_steals_per_find, finds_per_op,
+// find_cpu_share) have no Go counterpart.
 // Extras: tasks_per_burst, gap_us (nominal), gap_avg_us.
 // Ops: B × 1000 with B = 200 normal (200,000), 40 quick (40,000).
 func burst(b *B) {

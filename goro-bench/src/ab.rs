@@ -64,9 +64,18 @@ pub const SEEDS: &[Seed] = &[
         title: "idle mask, bounded stealing",
         workloads: &["burst"],
         before: "idle_mask=false,steal_passes=4",
-        procs: None,
+        // burst's rows are fixed at these procs (oversubscribed on small
+        // machines: work per search, not wall time, is the measure).
+        procs: Some(&[16, 64, 128]),
         issue: "sched",
-        extras: &["find_runnable_share", "steal_share"],
+        extras: &[
+            "find_runnable_share",
+            "steal_share",
+            "inspected_per_find",
+            "failed_steals_per_find",
+            "finds_per_op",
+            "find_cpu_share",
+        ],
     },
     Seed {
         id: "003",
@@ -217,6 +226,11 @@ pub fn run(
         bin: None,
         names: Default::default(),
         note: Some("ab runs goro only".into()),
+    };
+    // ab alone pays for find_cpu_share's clock reads (Opts::find_cpu).
+    let opts = &Opts {
+        find_cpu: true,
+        ..opts.clone()
     };
     let n_rows: usize = plans.iter().map(|p| p.rows.len()).sum();
     let ui = Ui::new(n_rows as u64 * harness::steps(2, opts));

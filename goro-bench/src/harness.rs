@@ -179,6 +179,13 @@ pub struct Opts {
     pub quick: bool,
     /// Deadline of one run.
     pub timeout: Duration,
+    /// Build goro runtimes with `measure_find_cpu` (the `find_cpu_share`
+    /// extra). Only `ab` sets it: the thread CPU clock is a syscall (about
+    /// 0.6 µs on the 2-core VM), two per search, which at burst/procs=128
+    /// doubled goro's cpu/op (361 → 722 ns) and added a third to its
+    /// time/op, too much to leave in the tables that compare goro with Go
+    /// and tokio. Both sides of an ab pay it alike.
+    pub find_cpu: bool,
 }
 
 /// The progress bar and the one-line messages printed around it.
@@ -308,11 +315,16 @@ fn guarded<T: Send + 'static>(
     }
 }
 
-fn build_goro(procs: usize, policy: &goro::Policy) -> Result<Arc<goro::Runtime>, String> {
+fn build_goro(
+    procs: usize,
+    policy: &goro::Policy,
+    find_cpu: bool,
+) -> Result<Arc<goro::Runtime>, String> {
     goro::Runtime::builder()
         .procs(procs)
         .policy(policy.clone())
         .thread_name("gb-goro")
+        .measure_find_cpu(find_cpu) // find_cpu_share (Opts::find_cpu)
         .build()
         .map(Arc::new)
         .map_err(|e| format!("cannot build the goro runtime: {e}"))
@@ -331,13 +343,39 @@ fn build_tokio(procs: usize) -> Result<Arc<tokio::runtime::Runtime>, String> {
 /// The goro counters a run adds as extras: the share of wall × procs spent
 /// in find-runnable's slow path and in steal passes (seed 002's measure),
 /// and steals (task migrations) / runnext steals (steals of a lone task) /
-/// parks / wakeups (threads unparked or started) / preemptions per op. Counted over the whole run
-/// (setup included), so per-op counts are slightly high for workloads with
+/// parks / wakeups (threads unparked or started) / preemptions per op.
+/// Seed 002's work measures, which wall time on a machine with fewer cores
+/// than procs cannot show: per search (slow-path entry) the other Ps'
+/// queues read (about a cache line each) and the steal attempts that took
+/// nothing; searches per op; and the slow path's thread CPU time over the
+/// process CPU time of the measured region. Counted over the whole run
+/// (setup included), so per-op counts and the CPU share are slightly high
+/// for workloads with
 /// heavy setup.
 fn goro_extras(s: &mut Sample, before: &goro::Stats, after: &goro::Stats, procs: usize) {
     let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
     let denom = (s.wall_ns as f64 * procs as f64).max(1.0);
     let ops = s.ops.max(1) as f64;
+    let finds = d(after.find_runnable_calls, before.find_runnable_calls).max(1.0);
+    s.extra.push((
+        "inspected_per_find".into(),
+        d(after.queues_inspected, before.queues_inspected) / finds,
+    ));
+    s.extra.push((
+        "failed_steals_per_find".into(),
+        d(after.steal_fails, before.steal_fails) / finds,
+    ));
+    s.extra.push((
+        "finds_per_op".into(),
+        d(after.find_runnable_calls, before.find_runnable_calls) / ops,
+    ));
+    if after.find_cpu_ns > 0 {
+        // Only where measured (`Opts::find_cpu`), else the table shows 0%.
+        s.extra.push((
+            "find_cpu_share".into(),
+            d(after.find_cpu_ns, before.find_cpu_ns) / (s.cpu_ns as f64).max(1.0),
+        ));
+    }
     s.extra.push((
         "find_runnable_share".into(),
         d(after.find_runnable_ns, before.find_runnable_ns) / denom,
@@ -453,7 +491,7 @@ pub fn measure_row(
                     m.missing = Some(note.to_string());
                     State::Off
                 }
-                Ok(b) => match build_goro(procs, p) {
+                Ok(b) => match build_goro(procs, p, opts.find_cpu) {
                     Ok(rt) => State::Goro(rt, b.clone()),
                     Err(e) => {
                         m.error = Some(e);

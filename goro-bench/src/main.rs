@@ -152,6 +152,7 @@ fn opts(c: &Common, default_runs: usize, quick_runs: usize) -> Opts {
             .unwrap_or(if c.quick { quick_runs } else { default_runs }),
         quick: c.quick,
         timeout: Duration::from_secs(c.timeout),
+        find_cpu: false,
     }
 }
 

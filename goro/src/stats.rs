@@ -86,6 +86,22 @@ counters! {
     find_runnable_ns,
     /// Nanoseconds of that spent in steal passes.
     steal_ns,
+    /// Entries into find-runnable's slow path (the local queue was empty);
+    /// the denominator of seed 002's per-search measures.
+    find_runnable_calls,
+    /// Other Ps' run queues read by searches: one per victim a steal pass
+    /// looks at (whether or not it takes anything), plus one per P whose
+    /// queue the give-up re-check reads. Each costs about one cache line
+    /// (the queue's head and tail), so this is also seed 002's proxy for
+    /// lines pulled; Ps skipped by the idle mask are not read.
+    queues_inspected,
+    /// Steal attempts (victims looked at) that took nothing.
+    steal_fails,
+    /// Thread CPU nanoseconds spent in find-runnable's slow path, parked
+    /// time excluded; counted only when the runtime was built with
+    /// `Builder::measure_find_cpu(true)` (two `CLOCK_THREAD_CPUTIME_ID`
+    /// reads per search), else zero.
+    find_cpu_ns,
     /// Times the monitor marked a P stuck in one poll.
     retakes,
     /// Times an M parked as the hand-off watcher (seed 004: it looks at

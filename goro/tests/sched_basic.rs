@@ -58,6 +58,41 @@ fn thousands_of_tasks_complete_at_procs_1_2_4_8() {
 }
 
 #[test]
+fn search_counters_count_the_slow_path_and_cpu_only_when_asked() {
+    // One task at a time, each awaited: the workers keep running dry, so
+    // every spawn sends one into find-runnable's slow path.
+    for measure in [false, true] {
+        within(
+            LIMIT,
+            &format!("search counters, measure_find_cpu({measure})"),
+            move || {
+                let rt = goro::Runtime::builder()
+                    .procs(4)
+                    .measure_find_cpu(measure)
+                    .build()
+                    .expect("runtime starts");
+                rt.block_on(async {
+                    for i in 0..1_000u64 {
+                        assert_eq!(goro::spawn(async move { i }).await.unwrap(), i);
+                    }
+                });
+                let s = rt.stats();
+                assert!(s.find_runnable_calls > 0, "slow path entries: {s:?}");
+                assert!(
+                    s.steal_fails <= s.steal_attempts && s.steal_attempts <= s.queues_inspected,
+                    "a failed steal is an attempt, an attempt an inspected queue: {s:?}"
+                );
+                if measure {
+                    assert!(s.find_cpu_ns > 0, "find CPU measured: {s:?}");
+                } else {
+                    assert_eq!(s.find_cpu_ns, 0, "no clock read unless asked: {s:?}");
+                }
+            },
+        );
+    }
+}
+
+#[test]
 fn tasks_spread_over_procs_when_they_block() {
     // Four tasks that each wait for all four to be running at once can only
     // finish if four Ps run them in parallel (stealing + wakep).

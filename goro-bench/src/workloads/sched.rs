@@ -83,7 +83,7 @@ pub fn register(v: &mut Vec<Workload>) {
             );
         }
     }
-    for procs in [16, 64] {
+    for procs in [16, 64, 128] {
         v.push(
             Workload::new(
                 format!("burst/procs={procs}"),
@@ -95,7 +95,12 @@ pub fn register(v: &mut Vec<Workload>) {
             .fixed_procs(procs)
             .goro(Ok(body(burst::<Goro>)))
             .tokio(Ok(body(burst::<Tokio>)))
-            .show(&["find_runnable_share", "steal_share"]),
+            .show(&[
+                "find_runnable_share",
+                "steal_share",
+                "inspected_per_find",
+                "find_cpu_share",
+            ]),
         );
     }
     v.push(
@@ -213,16 +218,18 @@ fn short_work(seed: u64) -> u64 {
     std::hint::black_box(x)
 }
 
-/// burst/procs=16,64 (seed 002; no Go twin).
+/// burst/procs=16,64,128 (seed 002; Go twin `burst` in bench/go/sched.go).
 ///
-/// procs is 16 or 64, far above the cores. B bursts; in each, the benchmark
+/// procs is 16, 64 or 128, far above the cores. B bursts; in each, the benchmark
 /// task spawns 1000 short tasks (~0.5 µs of arithmetic each), waits for all
 /// of them, then idles 500 µs (a sleep on the blocking pool, so every P is
 /// idle and its thread goes looking for work, spins, and parks). One op =
 /// one short task; the gaps are inside the measured region (0.5 ns/op per
 /// µs of gap). On goro the harness adds `find_runnable_share` and
 /// `steal_share`: time in find-runnable's slow path / in steal passes over
-/// wall × procs (from `Runtime::stats`).
+/// wall × procs (from `Runtime::stats`); and the work measures of
+/// `goro_extras` (queues inspected and failed steals per search, searches
+/// per op, the search's share of process CPU).
 /// Ops: B × 1000 with B = 200 normal, 40 quick.
 async fn burst<R: Rt>(ctx: Ctx) -> RunOut {
     let bursts = ctx.size(200, 40);

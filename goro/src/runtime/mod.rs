@@ -51,6 +51,7 @@ pub struct Builder {
     policy: Option<Policy>,
     thread_name: Option<String>,
     pool_cycle: Option<Duration>,
+    measure_find_cpu: bool,
 }
 
 /// Default interval between pool cycles (Go cycles pools at every GC).
@@ -97,6 +98,16 @@ impl Builder {
         self
     }
 
+    /// Counts the thread CPU time of find-runnable's slow path in
+    /// `Stats::find_cpu_ns` (two `CLOCK_THREAD_CPUTIME_ID` reads per
+    /// search, a few hundred ns; off by default, when no clock is read).
+    /// For goro-bench's seed 002 measures; not a stable interface.
+    #[doc(hidden)]
+    pub fn measure_find_cpu(mut self, on: bool) -> Builder {
+        self.measure_find_cpu = on;
+        self
+    }
+
     /// Starts the runtime. Fails with `InvalidInput` on a bad setting or a
     /// malformed environment variable, naming it and the accepted form.
     pub fn build(self) -> io::Result<Runtime> {
@@ -137,7 +148,14 @@ impl Builder {
                 "goro: thread_name({thread_name:?}) contains a NUL byte: accepted a string without NUL bytes"
             )));
         }
-        let sched = Sched::new(procs, policy, thread_name, schedtrace, pool_cycle);
+        let sched = Sched::new(
+            procs,
+            policy,
+            thread_name,
+            schedtrace,
+            pool_cycle,
+            self.measure_find_cpu,
+        );
         sched.init_idle();
         let s = sched.clone();
         let monitor = std::thread::Builder::new()

@@ -24,6 +24,13 @@
 //!
 //! Only the slow path (from step 4 on) is timed, for the
 //! `find_runnable_ns` counter, so the fast path never reads the clock.
+//! The slow path also counts itself (`find_runnable_calls`), the other
+//! Ps' queues it reads (`queues_inspected`, here and in `steal.rs`) and,
+//! when the runtime was built with `measure_find_cpu`, its thread CPU time
+//! (`find_cpu_ns`). It ends before the park (step 8 is the caller's), so
+//! parked time is not in it. Counts made after the P was given back go to
+//! the shared block (`stats.rs`): that happens once per give-up, next to
+//! the park's own shared count.
 //!
 //! # Stealing before the network
 //!
@@ -62,8 +69,10 @@
 use crate::loom::{fence, Ordering};
 use crate::sched::backoff::Snooze;
 use crate::sched::machine::Machine;
+use crate::sched::machine::NO_P;
 use crate::sched::task::Runnable;
-use crate::stats::{bump, bump_shared};
+use crate::stats::{bump, bump_shared, Counters};
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 /// Every this many slices the global queue is checked before the local one,
@@ -121,6 +130,27 @@ impl Machine {
     }
 
     fn find_slow(&mut self) -> Option<(Runnable, bool)> {
+        let sched = self.sched.clone();
+        bump(&sched.ps[self.p()].counters.find_runnable_calls, 1);
+        let cpu0 = sched.measure_find_cpu.then(thread_cpu_ns);
+        let found = self.search();
+        if let Some(t0) = cpu0 {
+            self.count(|c| &c.find_cpu_ns, thread_cpu_ns().saturating_sub(t0));
+        }
+        found
+    }
+
+    /// Adds `n` to a counter of the P this M holds, or without one to the
+    /// shared block.
+    pub(crate) fn count(&self, which: impl Fn(&Counters) -> &AtomicU64, n: u64) {
+        match self.p() {
+            NO_P => bump_shared(which(&self.sched.counters), n),
+            p => bump(which(&self.sched.ps[p].counters), n),
+        }
+    }
+
+    /// Steps 3 to 7 of the module docs.
+    fn search(&mut self) -> Option<(Runnable, bool)> {
         let sched = self.sched.clone();
         let mut backoff = self.backoff();
         'top: loop {
@@ -221,17 +251,39 @@ impl Machine {
         let sched = &self.sched;
         let skip = |i| sched.policy.idle_mask && sched.idle.is_idle(i);
         let mut found = LocalWork::None;
+        let mut read = 0;
         for (i, p) in sched.ps.iter().enumerate() {
-            if skip(i) || p.runq.is_empty() {
+            if skip(i) {
                 continue;
             }
-            if p.runq.len() > 0 || p.is_stuck() {
-                return LocalWork::Ring;
+            read += 1;
+            if p.runq.is_empty() {
+                continue;
+            }
+            // `len` counts the ring only (`is_empty` also sees `runnext`),
+            // so this is not `!is_empty()`, whatever clippy's len_zero says.
+            let in_ring = p.runq.len();
+            if in_ring > 0 || p.is_stuck() {
+                found = LocalWork::Ring;
+                break;
             }
             found = LocalWork::Runnext;
         }
+        self.count(|c| &c.queues_inspected, read);
         found
     }
+}
+
+/// This thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`).
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own; the clock id is
+    // valid on every Linux, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// What a spinning M giving up its P finds in the other Ps' queues.

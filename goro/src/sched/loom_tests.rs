@@ -178,6 +178,7 @@ fn model_sched(procs: usize) -> Arc<Sched> {
         "loom".into(),
         None,
         crate::runtime::DEFAULT_POOL_CYCLE,
+        false,
     )
 }
 

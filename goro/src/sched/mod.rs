@@ -107,6 +107,10 @@ pub(crate) struct Sched {
     pub(crate) poller: crate::net::poller::Poller,
     /// Pool hook: how often the monitor cycles pools (`Builder::pool_cycle`).
     pub(crate) pool_cycle: std::time::Duration,
+    /// Whether find-runnable's slow path reads the thread CPU clock at
+    /// entry and exit for the `find_cpu_ns` counter
+    /// (`Builder::measure_find_cpu`; off by default: no clock reads).
+    pub(crate) measure_find_cpu: bool,
     /// Handoffs to threads the loom model would have started.
     #[cfg(loom)]
     pub(crate) loom_started: Mutex<Vec<Handoff>>,
@@ -119,6 +123,7 @@ impl Sched {
         thread_name: String,
         schedtrace: Option<std::time::Duration>,
         pool_cycle: std::time::Duration,
+        measure_find_cpu: bool,
     ) -> Arc<Sched> {
         let coprimes = (1..=procs).filter(|&i| gcd(i, procs) == 1).collect();
         Arc::new_cyclic(|me| Sched {
@@ -145,6 +150,7 @@ impl Sched {
             timer_rr: AtomicUsize::new(0),
             me: me.clone(),
             pool_cycle,
+            measure_find_cpu,
             poller: crate::net::poller::Poller::new(),
             #[cfg(loom)]
             loom_started: Mutex::new(Vec::new()),

@@ -42,6 +42,9 @@ impl Machine {
         let start = Instant::now();
         let mut now = None;
         let mut found = None;
+        // Victims looked at, and those that gave nothing (counted once at
+        // the end: `queues_inspected`, `steal_fails`).
+        let (mut inspected, mut fails) = (0, 0);
         'passes: for pass in 0..passes {
             let last = pass + 1 == passes;
             let r = self.next_rand();
@@ -73,6 +76,7 @@ impl Machine {
                     continue;
                 }
                 bump(&mine.counters.steal_attempts, 1);
+                inspected += 1;
                 if last {
                     bump(&mine.counters.steal_attempts_last_pass, 1);
                 }
@@ -89,8 +93,11 @@ impl Machine {
                     found = Some(task);
                     break 'passes;
                 }
+                fails += 1;
             }
         }
+        bump(&mine.counters.queues_inspected, inspected);
+        bump(&mine.counters.steal_fails, fails);
         bump(&mine.counters.steal_ns, start.elapsed().as_nanos() as u64);
         found
     }
