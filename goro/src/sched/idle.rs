@@ -63,6 +63,28 @@
 //! putter's side: the swap is a SeqCst read-modify-write, as Go's
 //! `runnext` CAS is its barrier.
 //!
+//! Rejected (numbers in BENCH_RESULTS.md, "Scheduling guarantees"):
+//!
+//! * No wake at all (`RunnextWake::Off`, goro until issue 14): the task
+//!   waited for the current poll to return or for the monitor's stuck-P
+//!   rescue after a 10 ms slice; `spawn_busy` at procs 2 had a p50 of
+//!   10–17 ms where Go's is about 0.1 ms.
+//! * Go's spinner loop as it is (`RunnextWake::Eager`): the same latency
+//!   as the default, but in a pipeline the spinner re-takes a P and pauses
+//!   again without end, and goro's pause spins, so it keeps the other core
+//!   busy.
+//! * A wake deferred to the monitor (it would look at busy Ps' `runnext`
+//!   every ~50 µs and wake a thread for a task whose poll has not moved):
+//!   not built. The monitor cannot know when a `runnext` fills, so it
+//!   would have to look every 50 µs whenever any P is busy and another
+//!   idle, a constant wakeup rate on a lightly loaded runtime, where the
+//!   watcher only looks while a pipeline runs; and its wake would add a
+//!   second thread wake to the latency.
+//! * Yielding in the pause (`Backoff` with `sched_yield`, as before): a
+//!   thief that Linux had woken on the busy poll's CPU gave that poll its
+//!   CPU back for a whole time slice, so 1 rep in about 100 of `wake_busy`
+//!   waited 1–5 ms.
+//!
 //! The idle mask (seed 002) has one bit per P, set while the P is in the idle
 //! list; thieves skip those Ps without touching their run queues. It is only
 //! updated at idle transitions, which are rare compared to steals.
