@@ -38,6 +38,8 @@ pub(crate) mod find;
 pub(crate) mod global;
 pub(crate) mod idle;
 #[cfg(all(test, loom))]
+mod loom_handoff;
+#[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod machine;
 pub(crate) mod park;
