@@ -15,9 +15,10 @@
 //!   `find_runnable`) is covered: taken by the spinner, or a spinning M was
 //!   started, or (`Watch`) the spinner is left as the watcher, still
 //!   counted in `nmspinning`.
-//! * `loom_handoff_watcher_count`: a watcher (production `stopm`) woken by
-//!   `startm(p, spinning = true)` while its timeout fires leaves
-//!   `nmspinning` equal to the Ms that think they spin (`Machine::woken`).
+//! * `loom_handoff_watcher_count{,_non_spinning_handoff}`: a watcher
+//!   (production `stopm`) woken by `startm(p, spinning = true / false)`
+//!   while its timeout fires leaves `nmspinning` equal to the Ms that think
+//!   they spin (`Machine::woken`).
 //! * `loom_handoff_preempted_task_requeued_while_its_waker_fires`: a task
 //!   preempted at a safe point (production `consume_budget`, async-task's
 //!   wake-while-running, `Sched::schedule`) while a thread without a P
@@ -33,6 +34,7 @@
 //! | no SeqCst fence after the give-up's `dec_spinning` | `no_lost_handoff_eager`; `_watch` passes, rightly: the watcher's fence after its own decrement covers it |
 //! | `runnext` swap `Relaxed` | not caught, and cannot be: see "loom and the `runnext` swap" |
 //! | `woken` not dropping the waker's extra count | `watcher_count` (nmspinning 2, one M spins) |
+//! | `woken` passing a `spinning: false` handoff on (the watcher's count leaks) | `watcher_count_non_spinning_handoff` (nmspinning 1, no M spins) |
 //! | `stopm`'s timeout path handing `spinning: false` while keeping the count | `watcher_count` (nmspinning 2, one M spins) |
 //! | a yield sent to `runqput` (`runnext`) instead of `runqput_yield` | `preempted_task...` ("a yield never goes to runnext") |
 //! | `runqput_yield` calling `wakep` | `preempted_task...` ("a yield wakes nobody") |
@@ -45,6 +47,7 @@
 //! | `no_lost_handoff_watch` | 251 iterations, 0.02 s | 727, 0.05 s |
 //! | `no_lost_handoff_eager` | 224, 0.02 s | 646, 0.05 s |
 //! | `watcher_count` | 1,912, 0.16 s | 7,398, 0.62 s |
+//! | `watcher_count_non_spinning_handoff` | 1,912, 0.10 s | 7,398, 0.33 s |
 //! | `preempted_task...` | 14, < 0.01 s | 16, < 0.01 s |
 //!
 //! # loom and the `runnext` swap
@@ -227,20 +230,26 @@ fn loom_handoff_no_lost_handoff_eager() {
 }
 
 /// Model 2, the watcher's count. A watcher (counted in `nmspinning`,
-/// parked in the production `stopm`) times out while a waker that counted
-/// a spinner of its own takes an idle P and `startm`s it with
-/// `Handoff::P { spinning: true }`: the waker may pop the watcher (which
-/// then gets the handoff, before or after its timeout, and `woken` drops
-/// the waker's extra count) or find the list empty (the watcher left it on
-/// its timeout and takes the other idle P itself; the waker starts a new
-/// M). The timeout is a `Handoff::Recheck` from a third thread (under loom
-/// a timed park is untimed; `stopm` treats a re-check as a timeout and
+/// parked in the production `stopm`) times out while a waker takes an idle
+/// P and `startm`s it, with `Handoff::P { spinning: true }` (having counted
+/// a spinner of its own, as `wakep` does) or `spinning: false` (as
+/// `handoffp` does for a P with work): the waker may pop the watcher (which
+/// then gets the handoff, before or after its timeout, and `woken` keeps
+/// exactly one count) or find the list empty (the watcher left it on its
+/// timeout and takes the other idle P itself; the waker starts a new M).
+/// The timeout is a `Handoff::Recheck` from a third thread (under loom a
+/// timed park is untimed; `stopm` treats a re-check as a timeout and
 /// `unpark` never lets it displace a real handoff, as a real timeout
 /// returns a handoff already there). Afterwards `nmspinning` equals the
 /// number of Ms that think they spin: no leak, no underflow.
-#[test]
-fn loom_handoff_watcher_count() {
-    loom::model(|| {
+///
+/// `spinning: true` to a counted watcher needs `nmspinning` to be 0 at the
+/// waker's claim (`try_claim_spinner`, `claim_first_spinner`), which a
+/// parked watcher's own count prevents, so production reaches that branch
+/// of `woken` only if some other path lost a count; the model builds the
+/// state by hand to check the branch anyway.
+fn watcher_count(waker_spinning: bool) {
+    loom::model(move || {
         let sched = model_sched(3, RunnextWake::Watch);
         assert_eq!(sched.acquire_idle_p(), Some(0), "P0: a busy M");
         let mut w = machine(&sched, true);
@@ -249,9 +258,11 @@ fn loom_handoff_watcher_count() {
         let s = sched.clone();
         let waker = thread::spawn(move || {
             // wakep's accounting: count the spinner, take a P, start it.
-            s.idle.inc_spinning();
+            if waker_spinning {
+                s.idle.inc_spinning();
+            }
             let p = s.acquire_idle_p().expect("an idle P");
-            s.startm(p, true);
+            s.startm(p, waker_spinning);
         });
         let timeout = thread::spawn(move || parker.unpark(Handoff::Recheck));
         let h = w.stopm();
@@ -276,6 +287,16 @@ fn loom_handoff_watcher_count() {
         let held = 2 + started.len();
         assert_eq!(sched.idle.npidle(), 3 - held, "every P taken at most once");
     });
+}
+
+#[test]
+fn loom_handoff_watcher_count() {
+    watcher_count(true);
+}
+
+#[test]
+fn loom_handoff_watcher_count_non_spinning_handoff() {
+    watcher_count(false);
 }
 
 /// Model 3, a preempted task requeued while its waker fires. A task runs
