@@ -263,7 +263,7 @@ impl Machine {
     /// Go's `stopm`: park on the idle M list until handed a P (or told to
     /// exit). One parked M at a time sleeps only until the earliest timer;
     /// when it wakes for one, it takes an idle P to run it.
-    fn stopm(&mut self) -> Handoff {
+    pub(crate) fn stopm(&mut self) -> Handoff {
         let parker = self.parker.clone();
         loop {
             let exit = {

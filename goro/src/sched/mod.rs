@@ -42,6 +42,8 @@ pub(crate) mod find;
 pub(crate) mod global;
 pub(crate) mod idle;
 #[cfg(all(test, loom))]
+mod loom_handoff;
+#[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod machine;
 pub(crate) mod park;
@@ -223,7 +225,18 @@ impl Sched {
         use crate::RunnextWake;
         match self.policy.runnext_wake {
             RunnextWake::Off => {}
-            RunnextWake::Eager | RunnextWake::Watch => self.wakep_published(),
+            RunnextWake::Eager | RunnextWake::Watch => {
+                // loom only: loom models a SeqCst read-modify-write as
+                // AcqRel (its `seq_cst()` is a no-op), so it cannot see that
+                // the checker's SeqCst fence after `dec_spinning` orders the
+                // swap before its re-check (C++20 [atomics.order] 4.3) and
+                // reports a lost hand-off that Rust's memory model forbids.
+                // The fence stands in for that rule; real builds rely on the
+                // swap alone. See `loom_handoff.rs`.
+                #[cfg(loom)]
+                fence(Ordering::SeqCst);
+                self.wakep_published()
+            }
         }
     }
 
