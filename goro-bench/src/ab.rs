@@ -184,7 +184,10 @@ pub fn run(
             ));
             continue;
         }
-        let old_spec = custom.old.clone().unwrap_or_else(|| seed.before.to_string());
+        let old_spec = custom
+            .old
+            .clone()
+            .unwrap_or_else(|| seed.before.to_string());
         let old = match goro::Policy::default().with_overrides(&old_spec) {
             Ok(p) => p,
             Err(e) if custom.old.is_some() => {

@@ -394,7 +394,10 @@ fn goro_extras(s: &mut Sample, before: &goro::Stats, after: &goro::Stats, procs:
         .push(("parks_per_op".into(), d(after.parks, before.parks) / ops));
     s.extra.push((
         "wakeups_per_op".into(),
-        d(after.unparks + after.threads_started, before.unparks + before.threads_started) / ops,
+        d(
+            after.unparks + after.threads_started,
+            before.unparks + before.threads_started,
+        ) / ops,
     ));
     s.extra.push((
         "preemptions_per_op".into(),

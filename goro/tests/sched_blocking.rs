@@ -86,7 +86,11 @@ fn a_task_that_never_yields_does_not_stall_tasks_queued_on_its_p() {
                 .thread_name("retake")
                 // Without the hand-off wake (sched_guarantees.rs tests it),
                 // so that only the monitor's stuck-P rescue can help.
-                .policy(goro::Policy::default().with_overrides("runnext_wake=off").unwrap())
+                .policy(
+                    goro::Policy::default()
+                        .with_overrides("runnext_wake=off")
+                        .unwrap(),
+                )
                 .build()
                 .unwrap(),
         );

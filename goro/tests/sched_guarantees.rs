@@ -63,7 +63,11 @@ fn a_spawned_child_runs_while_its_parents_poll_is_busy() {
             .await
             .unwrap()
         });
-        assert!(rt.stats().steals > 0, "the children were stolen: {:?}", rt.stats());
+        assert!(
+            rt.stats().steals > 0,
+            "the children were stolen: {:?}",
+            rt.stats()
+        );
     });
 }
 
@@ -133,7 +137,11 @@ fn a_task_whose_operations_never_block_does_not_starve_its_p() {
         });
         assert_eq!(naps, 20);
         assert!(hog_iters > 0, "the hog ran");
-        assert!(rt.stats().preemptions > 0, "the hog was preempted: {:?}", rt.stats());
+        assert!(
+            rt.stats().preemptions > 0,
+            "the hog was preempted: {:?}",
+            rt.stats()
+        );
     });
 }
 
@@ -209,7 +217,11 @@ fn a_preempted_task_loses_no_message_and_runs_again() {
                 got.iter().enumerate().all(|(i, &v)| v == i as u64),
                 "procs {procs}: in order, once each"
             );
-            assert!(rt.stats().preemptions > 0, "procs {procs}: preempted: {:?}", rt.stats());
+            assert!(
+                rt.stats().preemptions > 0,
+                "procs {procs}: preempted: {:?}",
+                rt.stats()
+            );
         }
     });
 }
@@ -238,7 +250,11 @@ fn every_goro_operation_is_a_safe_point() {
                             }
                         }
                         marker.await.unwrap();
-                        assert!(ran_before_end, "{}: the queued task ran before the loop ended", $what);
+                        assert!(
+                            ran_before_end,
+                            "{}: the queued task ran before the loop ended",
+                            $what
+                        );
                     })
                     .await
                     .unwrap();
@@ -302,7 +318,11 @@ fn preemption_off_restores_run_to_completion() {
             let other = goro::spawn(async move { s2.fetch_add(1, Ordering::SeqCst) });
             (hog.await.unwrap(), other.await.unwrap())
         });
-        assert_eq!(order, (0, 1), "the hog ran to completion before the other task");
+        assert_eq!(
+            order,
+            (0, 1),
+            "the hog ran to completion before the other task"
+        );
         assert_eq!(rt.stats().preemptions, 0);
     });
 }

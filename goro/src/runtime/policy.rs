@@ -296,7 +296,10 @@ impl Policy {
                     self.preempt = match value {
                         "off" | "false" => Preempt::Off,
                         n => Preempt::Budget(n.parse().map_err(|_| {
-                            err(item, format!("'{value}' is not 'off' or a number of operations"))
+                            err(
+                                item,
+                                format!("'{value}' is not 'off' or a number of operations"),
+                            )
                         })?),
                     }
                 }

@@ -114,7 +114,9 @@ pub(crate) fn wake_target(sched: &Sched) -> WakeTarget {
 }
 
 /// Runs `f` with the P the current thread holds, if any.
-pub(crate) fn with_current_p<R>(f: impl FnOnce(&crate::sched::processor::Processor) -> R) -> Option<R> {
+pub(crate) fn with_current_p<R>(
+    f: impl FnOnce(&crate::sched::processor::Processor) -> R,
+) -> Option<R> {
     with_current_sched(|s| current_p(s).map(|p| f(&s.ps[p]))).flatten()
 }
 
