@@ -107,6 +107,12 @@ impl RunQueue {
         !self.runnext.load(Ordering::Acquire).is_null()
     }
 
+    /// Which task `runnext` holds, as an address to compare (0: none);
+    /// never turned back into a task.
+    pub(crate) fn runnext_id(&self) -> usize {
+        self.runnext.load(Ordering::Acquire) as usize
+    }
+
     /// Owner only. Puts `task` on the queue: into `runnext` if `next`, bumping
     /// the previous occupant to the tail; else at the tail. On overflow returns
     /// the batch that must go to the global queue.
@@ -314,18 +320,28 @@ impl RunQueue {
                 if next.is_null() {
                     return 0;
                 }
-                if let Some(p) = pause.take() {
-                    if !p(self) {
-                        return 0;
+                let paused = match pause.take() {
+                    Some(p) => {
+                        if !p(self) {
+                            return 0;
+                        }
+                        true
                     }
-                    // The owner may have run it or put another: look again.
-                    continue;
-                }
+                    None => false,
+                };
+                // Only the task we paused for (Go's `runnext.cas(next, 0)`
+                // after its usleep): if the owner ran it meanwhile, the
+                // slot is empty or holds the next task of a pipeline that
+                // the owner keeps running itself, and taking that one
+                // would be the thrash the pause exists to prevent.
                 if self
                     .runnext
                     .compare_exchange(next, ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed)
                     .is_err()
                 {
+                    if paused {
+                        return 0;
+                    }
                     continue;
                 }
                 dst.buf[(dst_tail & MASK) as usize].store(next, Ordering::Relaxed);
@@ -506,6 +522,28 @@ mod tests {
         assert!(paused);
         assert_eq!((id(t, &log), n), (0, 1));
         assert!(victim.is_empty());
+    }
+
+    /// Seed 004 in a pipeline: the owner ran the task the thief paused for
+    /// and put the pipeline's next one into `runnext`; the thief leaves it.
+    #[test]
+    fn a_runnext_task_replaced_during_the_pause_is_left_to_the_owner() {
+        let victim = RunQueue::new();
+        let thief = RunQueue::new();
+        let log = Log::default();
+        let mut ts = tasks(2, &log).into_iter();
+        victim.put(ts.next().unwrap(), true);
+        let next = ts.next().unwrap();
+        let mut ran = None;
+        let stolen = thief.steal_into(&victim, true, |v| {
+            // The owner, meanwhile: runs task 0, which readies task 1.
+            ran = v.take_runnext().map(|t| id(t, &log));
+            assert!(matches!(v.put(next, true), Put::Runnext));
+            true
+        });
+        assert!(stolen.is_none(), "the pipeline's next task is not stolen");
+        assert_eq!(ran, Some(0));
+        assert_eq!(victim.take_runnext().map(|t| id(t, &log)), Some(1));
     }
 
     #[test]

@@ -112,8 +112,9 @@ impl Machine {
         let mine = &sched.ps[self.p()];
         bump(&mine.counters.runnext_steal_pauses, 1);
         let deadline = Instant::now() + pause;
-        // Wait for the owner to take it (then the thief's grab sees an empty
-        // slot) or for the pause to end, spinning without ever yielding:
+        // Wait for the owner to take it (then the thief's grab finds the
+        // slot empty or holding another task, and leaves it) or for the
+        // pause to end, spinning without ever yielding:
         // the pause is a few microseconds, and a thief that shares a CPU
         // with the victim's busy poll (Linux often wakes it on the waker's
         // CPU, under a hypervisor especially) would hand that poll the CPU
@@ -121,7 +122,8 @@ impl Machine {
         // saw 1-5 ms waits in about 1 rep in 100 (perf: the woken thief
         // migrated to the waker's CPU, ran 8 µs, yielded).
         let mut b = Backoff::new(SpinPolicy::Unbounded);
-        while victim.runq.has_runnext() && Instant::now() < deadline {
+        let seen = victim.runq.runnext_id();
+        while victim.runq.runnext_id() == seen && Instant::now() < deadline {
             if b.snooze() == Snooze::Done {
                 b = Backoff::new(SpinPolicy::Unbounded);
             }
