@@ -251,7 +251,6 @@ impl Machine {
         bump(&p.counters.tasks_polled, 1);
         crate::sched::coop::set_budget(self.budget);
         task.run();
-        crate::sched::coop::set_budget(crate::sched::coop::UNLIMITED);
         // The P may have changed hands inside the poll (block_in_place).
         let pid = self.p();
         if pid != NO_P {

@@ -284,10 +284,17 @@ impl Sched {
 
     /// `wakep` for a caller whose publishing store was itself SeqCst (the
     /// `runnext` swap), which is the fence.
+    #[inline]
     pub(crate) fn wakep_published(&self) {
-        if !self.idle.try_claim_spinner() {
-            return;
+        if self.idle.try_claim_spinner() {
+            self.start_spinner();
         }
+    }
+
+    /// The rest of `wakep` once a spinner is claimed: out of line, so that
+    /// the common "nobody to wake" case costs the caller two loads.
+    #[cold]
+    fn start_spinner(&self) {
         match self.acquire_idle_p() {
             Some(p) => self.startm(p, true),
             None => {
