@@ -108,6 +108,7 @@ fn model_sched(procs: usize, wake: RunnextWake) -> Arc<Sched> {
         "loom".into(),
         None,
         crate::runtime::DEFAULT_POOL_CYCLE,
+        false,
     );
     sched.init_idle();
     sched
