@@ -46,6 +46,7 @@ use std::task::{Context, Poll};
 pub(crate) const UNLIMITED: u32 = u32::MAX;
 
 /// The budget a poll starts with under `policy`.
+#[cfg_attr(loom, allow(dead_code))] // its caller, `m_main`, starts real threads
 pub(crate) fn poll_budget(policy: &crate::Policy) -> u32 {
     match policy.preempt {
         crate::Preempt::Off => UNLIMITED,
@@ -86,9 +87,8 @@ pub(crate) fn poll_proceed(cx: &Context<'_>) -> Poll<()> {
 /// [`UNLIMITED`], start it over and proceed.
 #[cold]
 fn exhausted(cx: &Context<'_>) -> Poll<()> {
-    let on_p = crate::sched::machine::with_current_p(|p| {
-        crate::stats::bump(&p.counters.preemptions, 1)
-    });
+    let on_p =
+        crate::sched::machine::with_current_p(|p| crate::stats::bump(&p.counters.preemptions, 1));
     if on_p.is_none() {
         set_budget(UNLIMITED);
         return Poll::Ready(());

@@ -83,49 +83,28 @@
 //!   a poll) are async-task's to prove; the model checks what goro owns.
 
 use crate::loom::thread;
-use crate::runtime::policy::{Policy, SpinPolicy};
-use crate::sched::machine::{Machine, CTX};
+use crate::runtime::policy::Policy;
+use crate::sched::loom_tests::{model_sched_with, on_p};
+use crate::sched::machine::Machine;
 use crate::sched::park::{Handoff, Parker};
 use crate::sched::task::test_support::{runnable, Log};
 use crate::sched::Sched;
 use crate::RunnextWake;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A runtime of `procs` Ps, all idle, under `wake`. No spinning rounds and
 /// no thief's pause (they add states, not protocol; under loom the pause
 /// only waits, and the owner acts at every point of a steal anyway).
 fn model_sched(procs: usize, wake: RunnextWake) -> Arc<Sched> {
-    let policy = Policy {
-        spin: SpinPolicy::Bounded { spin: 0, yield_: 0 },
-        runnext_steal_pause: Duration::ZERO,
-        runnext_wake: wake,
-        ..Policy::default()
-    };
-    let sched = Sched::new(
+    let sched = model_sched_with(
         procs,
-        policy,
-        "loom".into(),
-        None,
-        crate::runtime::DEFAULT_POOL_CYCLE,
-        false,
+        Policy {
+            runnext_wake: wake,
+            ..Policy::default()
+        },
     );
     sched.init_idle();
     sched
-}
-
-/// Runs `f` on the current (model) thread as an M holding P `p`.
-fn on_p<R>(sched: &Arc<Sched>, p: usize, f: impl FnOnce() -> R) -> R {
-    CTX.with(|c| {
-        c.sched.set(Arc::as_ptr(sched));
-        c.p.set(p);
-    });
-    let r = f();
-    CTX.with(|c| {
-        c.sched.set(std::ptr::null());
-        c.p.set(crate::sched::NO_P);
-    });
-    r
 }
 
 fn machine(sched: &Arc<Sched>, spinning: bool) -> Machine {

@@ -166,11 +166,16 @@ fn loom_runq_runnext_steal_races_owner_replace_and_run() {
 }
 
 fn model_sched(procs: usize) -> Arc<Sched> {
-    // No spinning rounds or pauses: they only add states, not protocol.
+    model_sched_with(procs, Policy::default())
+}
+
+/// A runtime of `procs` Ps (not yet idle) under `policy`, less spinning
+/// rounds and pauses: they only add states, not protocol.
+pub(super) fn model_sched_with(procs: usize, policy: Policy) -> Arc<Sched> {
     let policy = Policy {
         spin: SpinPolicy::Bounded { spin: 0, yield_: 0 },
         runnext_steal_pause: Duration::ZERO,
-        ..Policy::default()
+        ..policy
     };
     Sched::new(
         procs,
@@ -480,7 +485,7 @@ fn timer_is_covered(sched: &Sched, turns: &[Slept], started: bool) {
 }
 
 /// Runs `f` on the current (model) thread as an M holding P `p`.
-fn on_p<R>(sched: &Arc<Sched>, p: usize, f: impl FnOnce() -> R) -> R {
+pub(super) fn on_p<R>(sched: &Arc<Sched>, p: usize, f: impl FnOnce() -> R) -> R {
     CTX.with(|c| {
         c.sched.set(Arc::as_ptr(sched));
         c.p.set(p);
