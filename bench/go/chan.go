@@ -1,6 +1,6 @@
 package main
 
-// The chan group of BENCHMARKS.md, after Go's runtime/chan_test.go
+// The chan group of goro-bench/README.md, after Go's runtime/chan_test.go
 // benchmarks. Each workload's header comment says exactly what one op is and
 // how many ops one run does (normal / -quick). P below is -procs.
 

@@ -1,6 +1,6 @@
 package main
 
-// Scheduling guarantees, in the sched group of BENCHMARKS.md: rows that check
+// Scheduling guarantees, in the sched group of goro-bench/README.md: rows that check
 // what Go's scheduler promises rather than how fast it is (goro-bench:
 // src/workloads/guarantees.rs, read side by side).
 //

@@ -1,5 +1,5 @@
 // Command goro-bench-go is the Go twin of goro-bench: it runs one workload
-// from /work/shared/BENCHMARKS.md on the Go runtime and prints one JSON object
+// from goro-bench/README.md on the Go runtime and prints one JSON object
 // per measured run on stdout. The Rust harness (goro-bench) builds it with
 // `go build -o <dir>/goro-bench-go .` and invokes it as
 //
@@ -31,7 +31,7 @@ import (
 
 // Workload is one entry of the registry.
 type Workload struct {
-	Name  string     // as in BENCHMARKS.md, e.g. "ring/n=100"
+	Name  string     // as in goro-bench/README.md, e.g. "ring/n=100"
 	Group string     // "sched", "chan", "time", "pool", "net"
 	Op    string     // one line: what one op is
 	Run   func(b *B) // runs the workload once; see B for the contract

@@ -1,6 +1,6 @@
 package main
 
-// The net group of BENCHMARKS.md: the Go servers. Unlike every other group,
+// The net group of goro-bench/README.md: the Go servers. Unlike every other group,
 // these workloads are not run here: goro-bench starts this binary once per
 // row as
 //

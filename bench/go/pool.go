@@ -1,6 +1,6 @@
 package main
 
-// The pool group of BENCHMARKS.md (seed 003, the victim cache), after Go's
+// The pool group of goro-bench/README.md (seed 003, the victim cache), after Go's
 // own benchmarks in $GOROOT/src/sync/pool_test.go (BenchmarkPool,
 // PoolOverflow, PoolStarvation, PoolSTW, PoolExpensiveNew). Each workload's
 // header comment says exactly what one op is and how many ops one run does

@@ -1,6 +1,6 @@
 package main
 
-// The sched group of BENCHMARKS.md: goroutine creation, yielding, and
+// The sched group of goro-bench/README.md: goroutine creation, yielding, and
 // token passing over rendezvous channels. Each workload's header comment says
 // exactly what one op is and how many ops one run does (normal / -quick).
 

@@ -1,6 +1,6 @@
 package main
 
-// The time group of BENCHMARKS.md, after Go's own benchmarks in
+// The time group of goro-bench/README.md, after Go's own benchmarks in
 // $GOROOT/src/time/sleep_test.go, time/tick_test.go and
 // context/benchmark_test.go. Each workload's header comment says exactly what
 // one op is and how many ops one run does (normal / -quick). P below is

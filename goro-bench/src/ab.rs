@@ -2,7 +2,7 @@
 //!
 //! For a seed, its workloads run on goro twice per row, interleaved: "old"
 //! is `Policy::default()` with the seed's "before" overrides (the table of
-//! BENCHMARKS.md), "new" is `Policy::default()`. The output has benchstat's
+//! goro-bench/README.md), "new" is `Policy::default()`. The output has benchstat's
 //! shape: `name  old time/op  new time/op  delta`, with ± the larger
 //! distance from the median to min or max, and a Mann-Whitney U p-value;
 //! the delta is `~` when p > 0.05. A cpu/op table follows, then the seed's
@@ -15,7 +15,7 @@ use crate::registry::{self, Workload};
 use crate::report::{dur, extra_value};
 use crate::stats;
 
-/// One row of BENCHMARKS.md's A/B table.
+/// One row of the A/B table of goro-bench/README.md.
 pub struct Seed {
     /// `000` .. `004`.
     pub id: &'static str,
@@ -33,7 +33,7 @@ pub struct Seed {
     pub extras: &'static [&'static str],
 }
 
-/// The seeds (BENCHMARKS.md, "The A/B table").
+/// The seeds (goro-bench/README.md, "The seeds' A/B table").
 pub const SEEDS: &[Seed] = &[
     Seed {
         id: "000",

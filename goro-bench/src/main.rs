@@ -1,5 +1,5 @@
 //! goro-bench: the same workloads on goro, tokio and Go, interleaved in one
-//! run, reported as ratios (see /work/shared/BENCHMARKS.md).
+//! run, reported as ratios (see goro-bench/README.md).
 //!
 //! ```text
 //! goro-bench list
@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 #[command(
     name = "goro-bench",
     version,
-    about = "goro vs tokio vs Go, side by side (see BENCHMARKS.md)"
+    about = "goro vs tokio vs Go, side by side (see goro-bench/README.md)"
 )]
 struct Cli {
     #[command(subcommand)]

@@ -1,7 +1,7 @@
 //! The workload registry: what a workload is, how one run reports, and how
 //! names on the command line select workloads.
 //!
-//! A workload is data ([`Workload`]): its name and group as in BENCHMARKS.md,
+//! A workload is data ([`Workload`]): its name and group as in goro-bench/README.md,
 //! the seed it measures, what one op is, the op counts (identical to the Go
 //! twin's), and one *body* per Rust runtime. A body is a function from
 //! [`Ctx`] to a future; the harness spawns that future as a task of the
@@ -146,9 +146,9 @@ impl Meter {
     }
 }
 
-/// One workload of BENCHMARKS.md.
+/// One workload of goro-bench/README.md.
 pub struct Workload {
-    /// As in BENCHMARKS.md and the Go twin's `-list`, e.g. `ring/n=100`.
+    /// As in goro-bench/README.md and the Go twin's `-list`, e.g. `ring/n=100`.
     pub name: String,
     /// `sched`, `chan`, ...
     pub group: &'static str,
@@ -244,7 +244,7 @@ impl Workload {
     }
 }
 
-/// Every workload, in BENCHMARKS.md order.
+/// Every workload, in goro-bench/README.md order.
 pub fn all() -> Vec<Workload> {
     let mut v = Vec::new();
     crate::workloads::register(&mut v);

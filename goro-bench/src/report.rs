@@ -188,7 +188,7 @@ pub fn notes(all: &[Measurement], said: Option<&str>) -> Vec<String> {
     out
 }
 
-/// One JSON object per measurement (see BENCHMARKS.md): `workload`,
+/// One JSON object per measurement (see goro-bench/README.md): `workload`,
 /// `procs`, `impl`, `ns_per_op`, `cpu_ns_per_op`, `runs`, `spread`
 /// [min, max], `ops`, then the extras (medians over the runs). goro rows
 /// also carry `policy` (overrides on `Policy::default()`, "" = default) and

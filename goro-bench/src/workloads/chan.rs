@@ -1,4 +1,4 @@
-//! The chan group of BENCHMARKS.md, after Go's runtime/chan_test.go
+//! The chan group of goro-bench/README.md, after Go's runtime/chan_test.go
 //! benchmarks; shapes and op counts are those of `bench/go/chan.go` (read
 //! side by side). P below is procs.
 //!

@@ -1,4 +1,4 @@
-//! Scheduling guarantees, in the sched group of BENCHMARKS.md: rows that
+//! Scheduling guarantees, in the sched group of goro-bench/README.md: rows that
 //! check what Go's scheduler promises rather than how fast it is.
 //!
 //! - A ready task must not wait behind a busy poll while a P idles

@@ -1,4 +1,4 @@
-//! The workloads, one file per group of BENCHMARKS.md (`sched.rs`,
+//! The workloads, one file per group of goro-bench/README.md (`sched.rs`,
 //! `chan.rs`, `time.rs`, `pool.rs`, `net.rs`; goro's side of the net group
 //! is `net_goro.rs`; `guarantees.rs` holds the sched group's
 //! scheduling-guarantee rows: spawn_busy, wake_busy, hog, ping_pong_hog).
@@ -36,7 +36,7 @@ pub mod time;
 
 use crate::registry::Workload;
 
-/// Registers every group, in BENCHMARKS.md order.
+/// Registers every group, in goro-bench/README.md order.
 pub fn register(v: &mut Vec<Workload>) {
     sched::register(v);
     guarantees::register(v);

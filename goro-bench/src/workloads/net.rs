@@ -1,4 +1,4 @@
-//! The net group of BENCHMARKS.md: a TCP echo server and an HTTP/1.1
+//! The net group of goro-bench/README.md: a TCP echo server and an HTTP/1.1
 //! "hello" server on loopback, each driven by the one load generator in
 //! `netload.rs`, so that in a row only the server differs.
 //!

@@ -1,4 +1,4 @@
-//! The pool group of BENCHMARKS.md (seed 003, the victim cache), after Go's
+//! The pool group of goro-bench/README.md (seed 003, the victim cache), after Go's
 //! benchmarks in `sync/pool_test.go` (BenchmarkPool, PoolOverflow,
 //! PoolStarvation, PoolSTW, PoolExpensiveNew); shapes and op counts are
 //! those of `bench/go/pool.go` (read side by side). P below is procs.

@@ -1,4 +1,4 @@
-//! The sched group of BENCHMARKS.md: task creation, yielding, token passing
+//! The sched group of goro-bench/README.md: task creation, yielding, token passing
 //! over channels, bursts, idling, oversubscription.
 //!
 //! Each workload's header comment says what one op is; the shapes and op

@@ -1,4 +1,4 @@
-//! The time group of BENCHMARKS.md (seed 001, per-P timers), after Go's
+//! The time group of goro-bench/README.md (seed 001, per-P timers), after Go's
 //! benchmarks in `time/sleep_test.go`, `time/tick_test.go` and
 //! `context/benchmark_test.go`; shapes and op counts are those of
 //! `bench/go/time.go` (read side by side). P below is procs.

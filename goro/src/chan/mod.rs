@@ -71,7 +71,7 @@
 //! - Panicking on send to a closed channel or on a second `close` (Go): in
 //!   Rust the value comes back in the error and `close` returns `false`.
 
-#[allow(clippy::module_inception)] // DESIGN.md §3 names the file chan/chan.rs
+#[allow(clippy::module_inception)] // the channel itself (Go's hchan) in chan/chan.rs
 pub(crate) mod chan;
 pub mod select;
 

@@ -1,6 +1,6 @@
 //! Scheduler policy: the seeds' switches.
 //!
-//! goro is built from five changes to Go's runtime (see `seeds/` and the
+//! goro is built from five changes to Go's runtime (see the table below and the
 //! crate docs). Each one is a field here, so that a single binary can run the
 //! "before" and the "after" of every seed side by side:
 //!

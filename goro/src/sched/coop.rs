@@ -46,7 +46,6 @@ use std::task::{Context, Poll};
 pub(crate) const UNLIMITED: u32 = u32::MAX;
 
 /// The budget a poll starts with under `policy`.
-#[cfg_attr(loom, allow(dead_code))] // its caller, `m_main`, starts real threads
 pub(crate) fn poll_budget(policy: &crate::Policy) -> u32 {
     match policy.preempt {
         crate::Preempt::Off => UNLIMITED,

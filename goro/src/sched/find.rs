@@ -130,9 +130,8 @@ impl Machine {
     }
 
     fn find_slow(&mut self) -> Option<(Runnable, bool)> {
-        let sched = self.sched.clone();
-        bump(&sched.ps[self.p()].counters.find_runnable_calls, 1);
-        let cpu0 = sched.measure_find_cpu.then(thread_cpu_ns);
+        self.count(|c| &c.find_runnable_calls, 1);
+        let cpu0 = self.sched.measure_find_cpu.then(thread_cpu_ns);
         let found = self.search();
         if let Some(t0) = cpu0 {
             self.count(|c| &c.find_cpu_ns, thread_cpu_ns().saturating_sub(t0));

@@ -86,7 +86,7 @@ use crate::loom::thread;
 use crate::runtime::policy::Policy;
 use crate::sched::loom_tests::{model_sched_with, on_p};
 use crate::sched::machine::Machine;
-use crate::sched::park::{Handoff, Parker};
+use crate::sched::park::Handoff;
 use crate::sched::task::test_support::{runnable, Log};
 use crate::sched::Sched;
 use crate::RunnextWake;
@@ -108,16 +108,7 @@ fn model_sched(procs: usize, wake: RunnextWake) -> Arc<Sched> {
 }
 
 fn machine(sched: &Arc<Sched>, spinning: bool) -> Machine {
-    Machine {
-        sched: sched.clone(),
-        parker: Arc::new(Parker::new()),
-        spinning,
-        inherited: 0,
-        rng: 7,
-        ready: Vec::new(),
-        fired: Vec::new(),
-        budget: crate::sched::coop::UNLIMITED,
-    }
+    Machine::new(sched.clone(), spinning, 7)
 }
 
 /// How a spinning M's `find_runnable` ended.

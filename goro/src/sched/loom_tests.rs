@@ -193,16 +193,7 @@ fn going_idle(sched: &Arc<Sched>, p: usize, spinning: bool) -> bool {
         c.sched.set(Arc::as_ptr(sched));
         c.p.set(p);
     });
-    let mut m = Machine {
-        sched: sched.clone(),
-        parker: Arc::new(Parker::new()),
-        spinning,
-        inherited: 0,
-        rng: 7,
-        ready: Vec::new(),
-        fired: Vec::new(),
-        budget: crate::sched::coop::UNLIMITED,
-    };
+    let mut m = Machine::new(sched.clone(), spinning, 7);
     let found = m.find_runnable();
     let got = found.is_some();
     if let Some((t, _)) = found {

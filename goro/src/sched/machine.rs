@@ -166,6 +166,21 @@ pub(crate) struct Machine {
 }
 
 impl Machine {
+    /// An M of `sched` with no P yet; `rng` seeds its victim order (odd).
+    pub(crate) fn new(sched: Arc<Sched>, spinning: bool, rng: u64) -> Machine {
+        let budget = crate::sched::coop::poll_budget(&sched.policy);
+        Machine {
+            sched,
+            parker: Arc::new(Parker::new()),
+            spinning,
+            inherited: 0,
+            rng,
+            ready: Vec::new(),
+            fired: Vec::new(),
+            budget,
+        }
+    }
+
     /// The P this M holds (`NO_P` if none).
     #[inline]
     pub(crate) fn p(&self) -> usize {
@@ -379,17 +394,7 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
         h.write_usize(sched.nthreads.load(Ordering::Relaxed));
         h.finish() | 1
     };
-    let budget = crate::sched::coop::poll_budget(&sched.policy);
-    let mut m = Machine {
-        sched,
-        parker: Arc::new(Parker::new()),
-        spinning: false,
-        inherited: 0,
-        rng: seed,
-        ready: Vec::new(),
-        fired: Vec::new(),
-        budget,
-    };
+    let mut m = Machine::new(sched, false, seed);
     let mut next = Some(first);
     loop {
         let h = match next.take() {

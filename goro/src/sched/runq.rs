@@ -320,15 +320,12 @@ impl RunQueue {
                 if next.is_null() {
                     return 0;
                 }
-                let paused = match pause.take() {
-                    Some(p) => {
-                        if !p(self) {
-                            return 0;
-                        }
-                        true
+                // Reached once: every way out of here returns.
+                if let Some(p) = pause.take() {
+                    if !p(self) {
+                        return 0;
                     }
-                    None => false,
-                };
+                }
                 // Only the task we paused for (Go's `runnext.cas(next, 0)`
                 // after its usleep): if the owner ran it meanwhile, the
                 // slot is empty or holds the next task of a pipeline that
@@ -339,10 +336,7 @@ impl RunQueue {
                     .compare_exchange(next, ptr::null_mut(), Ordering::AcqRel, Ordering::Relaxed)
                     .is_err()
                 {
-                    if paused {
-                        return 0;
-                    }
-                    continue;
+                    return 0;
                 }
                 dst.buf[(dst_tail & MASK) as usize].store(next, Ordering::Relaxed);
                 return 1;

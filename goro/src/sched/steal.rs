@@ -43,7 +43,7 @@ impl Machine {
         let mut now = None;
         let mut found = None;
         // Victims looked at, and those that gave nothing (counted once at
-        // the end: `queues_inspected`, `steal_fails`).
+        // the end: `steal_attempts` and `queues_inspected`, `steal_fails`).
         let (mut inspected, mut fails) = (0, 0);
         'passes: for pass in 0..passes {
             let last = pass + 1 == passes;
@@ -75,7 +75,6 @@ impl Machine {
                 if sched.policy.idle_mask && sched.idle.is_idle(victim) {
                     continue;
                 }
-                bump(&mine.counters.steal_attempts, 1);
                 inspected += 1;
                 if last {
                     bump(&mine.counters.steal_attempts_last_pass, 1);
@@ -96,6 +95,7 @@ impl Machine {
                 fails += 1;
             }
         }
+        bump(&mine.counters.steal_attempts, inspected);
         bump(&mine.counters.queues_inspected, inspected);
         bump(&mine.counters.steal_fails, fails);
         bump(&mine.counters.steal_ns, start.elapsed().as_nanos() as u64);
