@@ -73,7 +73,15 @@
 
 #[allow(clippy::module_inception)] // the channel itself (Go's hchan) in chan/chan.rs
 pub(crate) mod chan;
+mod error;
 pub mod select;
+mod select_macro;
+#[doc(hidden)]
+pub mod try_select;
+
+pub use error::{
+    RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
+};
 
 use std::fmt;
 use std::future::Future;
@@ -85,7 +93,8 @@ use futures_core::Stream;
 use self::chan::{Chan, Parked};
 use crate::loom::{Arc, Ordering};
 
-use crate::sync::block_on;
+use crate::sync::{block_on, block_on_until};
+use std::time::{Duration, Instant};
 
 /// Creates a channel of capacity `cap`; `0` makes a rendezvous channel where
 /// a send completes only once a receiver has taken the value.
@@ -109,6 +118,55 @@ pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
     )
 }
 
+/// Creates a channel with no bound on its buffer: a send never waits (it
+/// fails only on a closed channel). crossbeam's, flume's and tokio's
+/// `unbounded`.
+///
+/// Go has no such channel, and a Go programmer would reach for a large
+/// buffer; here that is the same thing, because the buffer grows with the
+/// backlog and gives the memory back when the backlog falls, so
+/// `unbounded()` is `bounded(usize::MAX)` by another name. What it gives up
+/// is backpressure: a producer faster than its consumers grows the buffer
+/// without limit, where a bounded channel would make it wait.
+///
+/// ```
+/// let (tx, rx) = goro::chan::unbounded::<u32>();
+/// for i in 0..10_000 {
+///     tx.try_send(i).unwrap(); // never `Full`
+/// }
+/// assert_eq!(rx.len(), 10_000);
+/// assert_eq!(rx.try_recv(), Ok(0));
+/// ```
+pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
+    bounded(usize::MAX)
+}
+
+/// A receiver that never receives: no value ever arrives and it never
+/// closes. Go's nil channel in a `select`: put it in place of a real
+/// channel to switch a case off at run time (crossbeam's `never`).
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// use goro::chan::{bounded, never, Receiver};
+/// let (tx, rx) = bounded::<u32>(1);
+/// let off: Receiver<u32> = never();
+/// tx.send(1).await.unwrap();
+/// let listen_to_rx = false;
+/// let got = goro::select! {
+///     recv(if listen_to_rx { &rx } else { &off }) -> v => v.ok(),
+///     default => None,
+/// };
+/// assert_eq!(got, None); // the case was switched off
+/// # });
+/// ```
+pub fn never<T>() -> Receiver<T> {
+    // No `Sender` is ever made, so the channel can be neither fed nor closed.
+    Receiver {
+        chan: Arc::new(Chan::new(0)),
+        pending: None,
+    }
+}
+
 /// The receiving end of a timer's channel (capacity 1), fed by `timer`, or
 /// by nothing at all for `None` (an `after_func` timer's `rx`). No `Sender`
 /// exists, so the channel is never closed: a receive waits for the timer
@@ -123,178 +181,6 @@ pub(crate) fn timer_receiver(
     Receiver {
         chan,
         pending: None,
-    }
-}
-
-// --------------------------------------------------------------------------
-// Errors
-// --------------------------------------------------------------------------
-
-/// A send on a closed channel; holds the value that was not sent.
-///
-/// ```
-/// let (tx, _rx) = goro::chan::bounded::<i32>(1);
-/// tx.close();
-/// let err = futures::executor::block_on(tx.send(5)).unwrap_err();
-/// assert_eq!(err.into_inner(), 5);
-/// ```
-#[derive(PartialEq, Eq, Clone, Copy)]
-pub struct SendError<T>(pub T);
-
-impl<T> SendError<T> {
-    /// The value that could not be sent.
-    ///
-    /// ```
-    /// assert_eq!(goro::chan::SendError("x").into_inner(), "x");
-    /// ```
-    pub fn into_inner(self) -> T {
-        self.0
-    }
-}
-
-impl<T> fmt::Debug for SendError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SendError(..)")
-    }
-}
-
-impl<T> fmt::Display for SendError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("sending on a closed channel (the value is returned in the error)")
-    }
-}
-
-impl<T> std::error::Error for SendError<T> {}
-
-/// Why [`Sender::try_send`] did not send; holds the value either way.
-///
-/// ```
-/// use goro::chan::TrySendError;
-/// let (tx, _rx) = goro::chan::bounded::<i32>(0);
-/// assert_eq!(tx.try_send(1), Err(TrySendError::Full(1)));
-/// ```
-#[derive(PartialEq, Eq, Clone, Copy)]
-pub enum TrySendError<T> {
-    /// The buffer is full and no receiver is waiting (for `cap == 0`: no
-    /// receiver is waiting).
-    Full(T),
-    /// The channel is closed.
-    Closed(T),
-}
-
-impl<T> TrySendError<T> {
-    /// The value that could not be sent.
-    ///
-    /// ```
-    /// assert_eq!(goro::chan::TrySendError::Full(3).into_inner(), 3);
-    /// ```
-    pub fn into_inner(self) -> T {
-        match self {
-            TrySendError::Full(v) | TrySendError::Closed(v) => v,
-        }
-    }
-
-    /// Whether the send failed because the channel was full.
-    ///
-    /// ```
-    /// assert!(goro::chan::TrySendError::Full(()).is_full());
-    /// ```
-    pub fn is_full(&self) -> bool {
-        matches!(self, TrySendError::Full(_))
-    }
-
-    /// Whether the send failed because the channel was closed.
-    ///
-    /// ```
-    /// assert!(goro::chan::TrySendError::Closed(()).is_closed());
-    /// ```
-    pub fn is_closed(&self) -> bool {
-        matches!(self, TrySendError::Closed(_))
-    }
-}
-
-impl<T> fmt::Debug for TrySendError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TrySendError::Full(_) => f.write_str("Full(..)"),
-            TrySendError::Closed(_) => f.write_str("Closed(..)"),
-        }
-    }
-}
-
-impl<T> fmt::Display for TrySendError<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TrySendError::Full(_) => f.write_str(
-                "sending on a full channel (no buffer space and no waiting receiver; \
-                 the value is returned in the error)",
-            ),
-            TrySendError::Closed(_) => {
-                f.write_str("sending on a closed channel (the value is returned in the error)")
-            }
-        }
-    }
-}
-
-impl<T> std::error::Error for TrySendError<T> {}
-
-impl<T> From<SendError<T>> for TrySendError<T> {
-    fn from(e: SendError<T>) -> Self {
-        TrySendError::Closed(e.0)
-    }
-}
-
-/// A receive on a channel that is closed and drained.
-///
-/// ```
-/// let (tx, rx) = goro::chan::bounded::<i32>(1);
-/// drop(tx); // the last sender closes the channel
-/// assert_eq!(rx.recv_blocking(), Err(goro::chan::RecvError));
-/// ```
-#[derive(Debug, PartialEq, Eq, Clone, Copy)]
-pub struct RecvError;
-
-impl fmt::Display for RecvError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("receiving on a closed and empty channel")
-    }
-}
-
-impl std::error::Error for RecvError {}
-
-/// Why [`Receiver::try_recv`] returned no value.
-///
-/// ```
-/// use goro::chan::TryRecvError;
-/// let (tx, rx) = goro::chan::bounded::<i32>(1);
-/// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
-/// tx.close();
-/// assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
-/// ```
-#[derive(Debug, PartialEq, Eq, Clone, Copy)]
-pub enum TryRecvError {
-    /// Nothing buffered and no sender waiting; the channel is open.
-    Empty,
-    /// The channel is closed and drained.
-    Closed,
-}
-
-impl fmt::Display for TryRecvError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TryRecvError::Empty => {
-                f.write_str("receiving on an empty channel (nothing buffered, no waiting sender)")
-            }
-            TryRecvError::Closed => f.write_str("receiving on a closed and empty channel"),
-        }
-    }
-}
-
-impl std::error::Error for TryRecvError {}
-
-impl From<RecvError> for TryRecvError {
-    fn from(_: RecvError) -> Self {
-        TryRecvError::Closed
     }
 }
 
@@ -370,6 +256,55 @@ impl<T> Sender<T> {
     /// ```
     pub fn send_blocking(&self, v: T) -> Result<(), SendError<T>> {
         block_on(self.send(v))
+    }
+
+    /// Sends `v`, waiting at most `timeout` for buffer space or a receiver
+    /// (crossbeam's `send_timeout`; Go's `select` of a send against
+    /// `time.After(d)`). On a timeout or a closed channel the value comes
+    /// back in the error. Uses goro's timers, so it must run in a goro task
+    /// (or `Runtime::block_on`); [`Sender::send_timeout_blocking`] is the
+    /// plain-thread form.
+    ///
+    /// ```
+    /// use goro::chan::SendTimeoutError;
+    /// use std::time::Duration;
+    /// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+    /// rt.block_on(async {
+    ///     let (tx, _rx) = goro::chan::bounded::<&str>(0); // nobody receives
+    ///     let err = tx.send_timeout("late", Duration::from_millis(5)).await;
+    ///     assert_eq!(err, Err(SendTimeoutError::Timeout("late")));
+    /// });
+    /// ```
+    pub async fn send_timeout(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
+        let mut send = self.send(v);
+        let mut sleep = std::pin::pin!(crate::time::sleep(timeout));
+        let sent = std::future::poll_fn(|cx| match Pin::new(&mut send).poll(cx) {
+            Poll::Ready(r) => Poll::Ready(Some(r)),
+            Poll::Pending => sleep.as_mut().poll(cx).map(|()| None),
+        })
+        .await;
+        match sent {
+            Some(r) => r.map_err(SendTimeoutError::from),
+            None => send.cancel().map_or(Ok(()), |v| Err(SendTimeoutError::Timeout(v))),
+        }
+    }
+
+    /// [`Sender::send_timeout`] for plain threads: blocks the calling OS
+    /// thread, and needs no runtime.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (tx, rx) = goro::chan::bounded::<u8>(1);
+    /// assert_eq!(tx.send_timeout_blocking(1, Duration::from_millis(1)), Ok(()));
+    /// assert!(tx.send_timeout_blocking(2, Duration::from_millis(1)).unwrap_err().is_timeout());
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// ```
+    pub fn send_timeout_blocking(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
+        let mut send = self.send(v);
+        match block_on_until(&mut send, Some(Instant::now() + timeout)) {
+            Some(r) => r.map_err(SendTimeoutError::from),
+            None => send.cancel().map_or(Ok(()), |v| Err(SendTimeoutError::Timeout(v))),
+        }
     }
 
     /// Closes the channel: parked and future sends fail with their value
@@ -476,6 +411,17 @@ pub struct SendFuture<'a, T> {
     chan: &'a Chan<T>,
     value: Option<T>,
     parked: Option<Parked<T>>,
+}
+
+impl<T> SendFuture<'_, T> {
+    /// Gives up the send: the value back if no receiver took it (a parked
+    /// send is taken off the channel), `None` if it was delivered.
+    fn cancel(&mut self) -> Option<T> {
+        match self.parked.take() {
+            Some(p) => self.chan.unpark_send(p),
+            None => self.value.take(),
+        }
+    }
 }
 
 // The value is never pinned: it is moved into the channel or handed back.
@@ -587,6 +533,81 @@ impl<T> Receiver<T> {
         block_on(self.recv())
     }
 
+    /// Receives a value, waiting at most `timeout` (crossbeam's
+    /// `recv_timeout`; Go's `select { case v := <-ch: case <-time.After(d): }`).
+    /// Cancel-safe like [`Receiver::recv`]: a timeout takes nothing. Uses
+    /// goro's timers, so it must run in a goro task (or `Runtime::block_on`);
+    /// [`Receiver::recv_timeout_blocking`] is the plain-thread form.
+    ///
+    /// ```
+    /// use goro::chan::RecvTimeoutError;
+    /// use std::time::Duration;
+    /// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+    /// rt.block_on(async {
+    ///     let (tx, rx) = goro::chan::bounded::<u32>(1);
+    ///     let d = Duration::from_millis(5);
+    ///     assert_eq!(rx.recv_timeout(d).await, Err(RecvTimeoutError::Timeout));
+    ///     tx.send(3).await.unwrap();
+    ///     assert_eq!(rx.recv_timeout(d).await, Ok(3));
+    /// });
+    /// ```
+    pub async fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        match crate::time::timeout(timeout, self.recv()).await {
+            Ok(r) => r.map_err(RecvTimeoutError::from),
+            Err(_) => Err(RecvTimeoutError::Timeout),
+        }
+    }
+
+    /// [`Receiver::recv_timeout`] for plain threads: blocks the calling OS
+    /// thread, and needs no runtime.
+    ///
+    /// ```
+    /// use goro::chan::RecvTimeoutError;
+    /// use std::time::Duration;
+    /// let (tx, rx) = goro::chan::bounded::<u32>(1);
+    /// let t = std::thread::spawn(move || tx.send_blocking(5));
+    /// assert_eq!(rx.recv_timeout_blocking(Duration::from_secs(10)), Ok(5));
+    /// t.join().unwrap().unwrap();
+    /// assert_eq!(rx.recv_timeout_blocking(Duration::from_millis(1)), Err(RecvTimeoutError::Closed));
+    /// ```
+    pub fn recv_timeout_blocking(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        match block_on_until(self.recv(), Some(Instant::now() + timeout)) {
+            Some(r) => r.map_err(RecvTimeoutError::from),
+            None => Err(RecvTimeoutError::Timeout),
+        }
+    }
+
+    /// A blocking iterator over received values, ending when the channel is
+    /// closed and drained: Go's `for v := range ch` on a plain thread. In a
+    /// task, use the receiver as a [`Stream`] instead.
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan::bounded::<u32>(0);
+    /// let t = std::thread::spawn(move || {
+    ///     for i in 0..3 {
+    ///         tx.send_blocking(i).unwrap();
+    ///     } // the last sender goes: the channel closes
+    /// });
+    /// assert_eq!(rx.iter().collect::<Vec<_>>(), vec![0, 1, 2]);
+    /// t.join().unwrap();
+    /// ```
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter { rx: self }
+    }
+
+    /// An iterator over the values available now, without waiting: it ends
+    /// at the first `try_recv` that finds nothing.
+    ///
+    /// ```
+    /// let (tx, rx) = goro::chan::bounded::<u32>(4);
+    /// tx.try_send(1).unwrap();
+    /// tx.try_send(2).unwrap();
+    /// assert_eq!(rx.try_iter().collect::<Vec<_>>(), vec![1, 2]);
+    /// ```
+    pub fn try_iter(&self) -> TryIter<'_, T> {
+        TryIter { rx: self }
+    }
+
     /// Whether the channel has been closed (values may still be buffered).
     ///
     /// ```
@@ -667,6 +688,34 @@ impl<T> fmt::Debug for Receiver<T> {
             .field("capacity", &self.capacity())
             .field("closed", &self.is_closed())
             .finish()
+    }
+}
+
+/// The iterator of [`Receiver::iter`]: blocks for each value.
+#[derive(Debug)]
+pub struct Iter<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T> Iterator for Iter<'_, T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        self.rx.recv_blocking().ok()
+    }
+}
+
+/// The iterator of [`Receiver::try_iter`]: the values available now.
+#[derive(Debug)]
+pub struct TryIter<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T> Iterator for TryIter<'_, T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        self.rx.try_recv().ok()
     }
 }
 

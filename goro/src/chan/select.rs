@@ -115,6 +115,71 @@ const MAX_RETRIES: u32 = 4;
 
 mod sealed {
     pub trait Sealed {}
+    /// Seals `SelectSend` apart from `SelectRecv`: coherence would see
+    /// `impl Sealed for &R` twice, once per trait.
+    pub trait SealedSend {}
+}
+
+/// What `recv(..)` in a [`select!`](crate::select!) accepts: a
+/// [`Receiver`], or a reference to one. Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`select!`'s `recv(..)` takes a `goro::chan::Receiver`, not `{Self}`",
+    label = "not a channel receiver",
+    note = "for a `Timer` or `Ticker`, pass its channel: `recv(timer.rx())`",
+    note = "for a timeout, add `recv(goro::time::after(d))` or a `default(d) => ...` arm",
+    note = "`select!` waits on channels, as Go's does; to wait on a future, spawn it and receive its result on a channel"
+)]
+pub trait SelectRecv: sealed::Sealed {
+    /// The channel's element type.
+    type Item;
+    /// The receiver itself.
+    fn receiver(&self) -> &Receiver<Self::Item>;
+}
+
+impl<T> sealed::Sealed for Receiver<T> {}
+impl<T> SelectRecv for Receiver<T> {
+    type Item = T;
+    fn receiver(&self) -> &Receiver<T> {
+        self
+    }
+}
+
+impl<R: SelectRecv + ?Sized> sealed::Sealed for &R {}
+impl<R: SelectRecv + ?Sized> SelectRecv for &R {
+    type Item = R::Item;
+    fn receiver(&self) -> &Receiver<R::Item> {
+        (**self).receiver()
+    }
+}
+
+/// What `send(..)` in a [`select!`](crate::select!) accepts: a [`Sender`],
+/// or a reference to one. Sealed.
+#[diagnostic::on_unimplemented(
+    message = "`select!`'s `send(..)` takes a `goro::chan::Sender`, not `{Self}`",
+    label = "not a channel sender",
+    note = "`select!` waits on channels, as Go's does: `send(tx, value) -> res => ...`"
+)]
+pub trait SelectSend: sealed::SealedSend {
+    /// The channel's element type.
+    type Item;
+    /// The sender itself.
+    fn sender(&self) -> &Sender<Self::Item>;
+}
+
+impl<T> sealed::SealedSend for Sender<T> {}
+impl<T> SelectSend for Sender<T> {
+    type Item = T;
+    fn sender(&self) -> &Sender<T> {
+        self
+    }
+}
+
+impl<S: SelectSend + ?Sized> sealed::SealedSend for &S {}
+impl<S: SelectSend + ?Sized> SelectSend for &S {
+    type Item = S::Item;
+    fn sender(&self) -> &Sender<S::Item> {
+        (**self).sender()
+    }
 }
 
 /// One case of a `select!`, as driven by [`Select`]. Implemented only by
@@ -134,15 +199,18 @@ pub trait Case: sealed::Sealed + Send {
     fn sync(&mut self);
 }
 
-/// A `recv(rx) -> msg` case. Macro plumbing for [`select!`](crate::select!).
+/// A `recv(rx) -> msg` case of a waiting `select!`. Macro plumbing for
+/// [`select!`](crate::select!).
 ///
 /// ```
-/// use goro::chan::select::{RecvCase, try_select};
+/// # futures::executor::block_on(async {
+/// use goro::chan::select::{RecvCase, Select};
 /// let (tx, rx) = goro::chan::bounded::<i32>(1);
 /// tx.try_send(1).unwrap();
 /// let mut case = RecvCase::new(&rx);
-/// assert_eq!(try_select([&mut case]), Some(0));
+/// assert_eq!(Select::new([&mut case]).await, 0);
 /// assert_eq!(case.into_result(), Some(Ok(1)));
+/// # });
 /// ```
 #[doc(hidden)]
 pub struct RecvCase<'a, T> {
@@ -152,10 +220,10 @@ pub struct RecvCase<'a, T> {
 }
 
 impl<'a, T> RecvCase<'a, T> {
-    /// A case receiving from `rx`.
-    pub fn new(rx: &'a Receiver<T>) -> Self {
+    /// A case receiving from `rx` (a `Receiver`, or a reference to one).
+    pub fn new<R: SelectRecv<Item = T> + ?Sized>(rx: &'a R) -> Self {
         RecvCase {
-            chan: &rx.chan,
+            chan: &rx.receiver().chan,
             parked: None,
             result: None,
         }
@@ -227,15 +295,18 @@ impl<T> Drop for RecvCase<'_, T> {
     }
 }
 
-/// A `send(tx, v) -> res` case. Macro plumbing for [`select!`](crate::select!).
+/// A `send(tx, v) -> res` case of a waiting `select!`. Macro plumbing for
+/// [`select!`](crate::select!).
 ///
 /// ```
-/// use goro::chan::select::{SendCase, try_select};
+/// # futures::executor::block_on(async {
+/// use goro::chan::select::{SendCase, Select};
 /// let (tx, rx) = goro::chan::bounded::<i32>(1);
 /// let mut case = SendCase::new(&tx, 4);
-/// assert_eq!(try_select([&mut case]), Some(0));
+/// assert_eq!(Select::new([&mut case]).await, 0);
 /// assert_eq!(case.into_result(), Some(Ok(())));
 /// assert_eq!(rx.try_recv(), Ok(4));
+/// # });
 /// ```
 #[doc(hidden)]
 pub struct SendCase<'a, T> {
@@ -247,10 +318,10 @@ pub struct SendCase<'a, T> {
 }
 
 impl<'a, T> SendCase<'a, T> {
-    /// A case sending `value` on `tx`.
-    pub fn new(tx: &'a Sender<T>, value: T) -> Self {
+    /// A case sending `value` on `tx` (a `Sender`, or a reference to one).
+    pub fn new<S: SelectSend<Item = T> + ?Sized>(tx: &'a S, value: T) -> Self {
         SendCase {
-            chan: &tx.chan,
+            chan: &tx.sender().chan,
             value: Some(value),
             parked: None,
             result: None,
@@ -334,7 +405,7 @@ impl<T> Drop for SendCase<'_, T> {
 
 /// A random permutation of `0..N` (Go's `pollorder`). Under loom the order
 /// is fixed: the model checker needs every execution to be reproducible.
-fn poll_order<const N: usize>() -> [usize; N] {
+pub(super) fn poll_order<const N: usize>() -> [usize; N] {
     #[allow(unused_mut)] // shuffled only outside loom
     let mut order: [usize; N] = std::array::from_fn(|i| i);
     #[cfg(not(loom))]
@@ -371,24 +442,6 @@ mod rng {
     }
 }
 
-/// Pass 1 only: completes one ready case (chosen at random) and returns its
-/// index, or `None` if no case is ready. The `default` form of
-/// [`select!`](crate::select!).
-///
-/// ```
-/// use goro::chan::select::{RecvCase, try_select};
-/// let (_tx, rx) = goro::chan::bounded::<i32>(1);
-/// let mut case = RecvCase::new(&rx);
-/// assert_eq!(try_select([&mut case]), None);
-/// ```
-#[doc(hidden)]
-pub fn try_select<const N: usize>(mut cases: [&mut (dyn Case + '_); N]) -> Option<usize> {
-    // Cannot yield (it is not async): it spends budget, and the task yields
-    // at its next awaited operation (`coop.rs`).
-    crate::sched::coop::spend();
-    poll_order::<N>().into_iter().find(|&i| cases[i].try_now())
-}
-
 /// The future of a `select!` without `default`; resolves to the index of the
 /// case that completed, whose result is then in that case object.
 ///
@@ -408,6 +461,8 @@ pub struct Select<'a, const N: usize> {
     cases: [&'a mut (dyn Case + 'a); N],
     /// Set while parked (pass 2 done, waiting to be completed).
     signal: Option<Arc<Signal>>,
+    /// Pass 1 looks at the cases in source order (`biased;`), not at random.
+    biased: bool,
     /// The waker the parked signal holds.
     waker: WakerId,
     done: bool,
@@ -419,9 +474,18 @@ impl<'a, const N: usize> Select<'a, N> {
         Select {
             cases,
             signal: None,
+            biased: false,
             waker: WakerId::UNUSED,
             done: false,
         }
+    }
+
+    /// A select over `cases` that prefers the first ready case in source
+    /// order (`select! { biased; ... }`).
+    pub fn biased(cases: [&'a mut (dyn Case + 'a); N]) -> Self {
+        let mut select = Select::new(cases);
+        select.biased = true;
+        select
     }
 
     /// Removes every case's waiter (the winner's value, if any, goes back to
@@ -479,7 +543,11 @@ impl<const N: usize> Future for Select<'_, N> {
             }
 
             // 1. Poll in random order.
-            let order = poll_order::<N>();
+            let order = if this.biased {
+                std::array::from_fn(|i| i)
+            } else {
+                poll_order::<N>()
+            };
             if let Some(i) = order.iter().copied().find(|&i| this.cases[i].try_now()) {
                 this.done = true;
                 return Poll::Ready(i);
@@ -521,163 +589,16 @@ impl<const N: usize> Drop for Select<'_, N> {
     }
 }
 
-/// Waits on several channel operations and completes exactly one, with Go's
-/// semantics and crossbeam-channel's syntax. See the [module docs](crate::chan::select).
-///
-/// Cases: `recv(rx) -> pat => body`, `send(tx, value) -> pat => body`, and at
-/// most one `default => body`. `rx`/`tx` are expressions giving a
-/// `Receiver`/`Sender` or a reference to one; `pat` binds a
-/// `Result<T, RecvError>` or a `Result<(), SendError<T>>`. Bodies are
-/// expressions (`,` between cases) or blocks; they may `break`, `continue`,
-/// `return`, use `?` and `.await`.
-///
-/// Without `default` the macro awaits, so it must be inside async code.
-///
-/// ```
-/// # futures::executor::block_on(async {
-/// let (tx, rx) = goro::chan::bounded::<i32>(0);
-/// let (done_tx, done_rx) = goro::chan::bounded::<()>(0);
-/// done_tx.close();
-/// let r = goro::select! {
-///     send(tx, 1) -> res => { res.unwrap(); "sent" }
-///     recv(done_rx) -> _ => "done",
-/// };
-/// assert_eq!(r, "done"); // nobody receives on `rx`; `done_rx` is closed
-/// # drop(rx);
-///
-/// let got = goro::select! {
-///     recv(done_rx) -> msg => msg.is_ok(),
-///     default => true,
-/// };
-/// assert!(!got);
-/// # });
-/// ```
-#[macro_export]
-macro_rules! select {
-    () => {
-        ::core::compile_error!("goro::select! needs at least one `recv` or `send` case")
-    };
-    ($($tokens:tt)+) => {
-        $crate::__goro_select_parse!(@cases [] @default [] @rest [$($tokens)+])
-    };
+/// Drives a waiting select on a plain thread (`select_blocking!`).
+#[doc(hidden)]
+pub fn block_on<F: Future>(select: F) -> F::Output {
+    crate::sync::block_on(select)
 }
 
-/// Parses `select!` cases into `(recv (rx) (pat) (body))` /
-/// `(send (tx) (value) (pat) (body))` groups.
+/// Drives a waiting select on a plain thread for at most `timeout`
+/// (`select_blocking!` with `default(timeout)`); `None` if it timed out, with
+/// every case withdrawn.
 #[doc(hidden)]
-#[macro_export]
-macro_rules! __goro_select_parse {
-    (@cases [] @default [$($d:tt)*] @rest []) => {
-        ::core::compile_error!("goro::select! needs at least one `recv` or `send` case")
-    };
-    (@cases [$($c:tt)+] @default [$($d:tt)*] @rest []) => {
-        $crate::__goro_select_bind!(@todo [$($c)+] @bound [] @default [$($d)*])
-    };
-    (@cases [$($c:tt)*] @default [$($d:tt)*] @rest [, $($rest:tt)*]) => {
-        $crate::__goro_select_parse!(@cases [$($c)*] @default [$($d)*] @rest [$($rest)*])
-    };
-
-    (@cases [$($c:tt)*] @default [$($d:tt)*]
-     @rest [recv($r:expr) -> $p:pat => $body:block $($rest:tt)*]) => {
-        $crate::__goro_select_parse!(@cases [$($c)* (recv ($r) ($p) ($body))]
-            @default [$($d)*] @rest [$($rest)*])
-    };
-    (@cases [$($c:tt)*] @default [$($d:tt)*]
-     @rest [recv($r:expr) -> $p:pat => $body:expr, $($rest:tt)*]) => {
-        $crate::__goro_select_parse!(@cases [$($c)* (recv ($r) ($p) ($body))]
-            @default [$($d)*] @rest [$($rest)*])
-    };
-    (@cases [$($c:tt)*] @default [$($d:tt)*]
-     @rest [recv($r:expr) -> $p:pat => $body:expr]) => {
-        $crate::__goro_select_parse!(@cases [$($c)* (recv ($r) ($p) ($body))]
-            @default [$($d)*] @rest [])
-    };
-
-    (@cases [$($c:tt)*] @default [$($d:tt)*]
-     @rest [send($s:expr, $v:expr) -> $p:pat => $body:block $($rest:tt)*]) => {
-        $crate::__goro_select_parse!(@cases [$($c)* (send ($s) ($v) ($p) ($body))]
-            @default [$($d)*] @rest [$($rest)*])
-    };
-    (@cases [$($c:tt)*] @default [$($d:tt)*]
-     @rest [send($s:expr, $v:expr) -> $p:pat => $body:expr, $($rest:tt)*]) => {
-        $crate::__goro_select_parse!(@cases [$($c)* (send ($s) ($v) ($p) ($body))]
-            @default [$($d)*] @rest [$($rest)*])
-    };
-    (@cases [$($c:tt)*] @default [$($d:tt)*]
-     @rest [send($s:expr, $v:expr) -> $p:pat => $body:expr]) => {
-        $crate::__goro_select_parse!(@cases [$($c)* (send ($s) ($v) ($p) ($body))]
-            @default [$($d)*] @rest [])
-    };
-
-    (@cases [$($c:tt)*] @default [] @rest [default => $body:block $($rest:tt)*]) => {
-        $crate::__goro_select_parse!(@cases [$($c)*] @default [($body)] @rest [$($rest)*])
-    };
-    (@cases [$($c:tt)*] @default [] @rest [default => $body:expr, $($rest:tt)*]) => {
-        $crate::__goro_select_parse!(@cases [$($c)*] @default [($body)] @rest [$($rest)*])
-    };
-    (@cases [$($c:tt)*] @default [] @rest [default => $body:expr]) => {
-        $crate::__goro_select_parse!(@cases [$($c)*] @default [($body)] @rest [])
-    };
-    (@cases [$($c:tt)*] @default [$($d:tt)+] @rest [default $($rest:tt)*]) => {
-        ::core::compile_error!("goro::select!: more than one `default` case")
-    };
-
-    (@cases [$($c:tt)*] @default [$($d:tt)*] @rest [$($rest:tt)*]) => {
-        ::core::compile_error!(
-            "goro::select!: expected `recv(rx) -> pattern => body`, \
-             `send(tx, value) -> pattern => body` or `default => body`"
-        )
-    };
-}
-
-/// Evaluates the channel and value expressions in source order and binds one
-/// case object per case (each `case` identifier is distinct by hygiene).
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __goro_select_bind {
-    (@todo [(recv ($r:expr) ($p:pat) ($body:expr)) $($todo:tt)*]
-     @bound [$($bound:tt)*] @default [$($d:tt)*]) => {{
-        let chan = &$r;
-        let mut case = $crate::chan::select::RecvCase::new(chan);
-        $crate::__goro_select_bind!(@todo [$($todo)*]
-            @bound [$($bound)* (case ($p) ($body))] @default [$($d)*])
-    }};
-    (@todo [(send ($s:expr) ($v:expr) ($p:pat) ($body:expr)) $($todo:tt)*]
-     @bound [$($bound:tt)*] @default [$($d:tt)*]) => {{
-        let chan = &$s;
-        let mut case = $crate::chan::select::SendCase::new(chan, $v);
-        $crate::__goro_select_bind!(@todo [$($todo)*]
-            @bound [$($bound)* (case ($p) ($body))] @default [$($d)*])
-    }};
-    (@todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+] @default []) => {{
-        $crate::chan::select::Select::new(
-            [$(&mut $case as &mut dyn $crate::chan::select::Case),+]
-        ).await;
-        // Consume the cases (ending their borrows) before running a body.
-        $(let $case = $case.into_result();)+
-        $crate::__goro_select_arms!([$(($case ($p) ($body)))+]
-            [::core::unreachable!("goro::select!: no case completed")])
-    }};
-    (@todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+] @default [($d:expr)]) => {{
-        $crate::chan::select::try_select(
-            [$(&mut $case as &mut dyn $crate::chan::select::Case),+]
-        );
-        $(let $case = $case.into_result();)+
-        $crate::__goro_select_arms!([$(($case ($p) ($body)))+] [$d])
-    }};
-}
-
-/// Runs the body of the case that holds a result, else the fallback.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __goro_select_arms {
-    ([($case:ident ($p:pat) ($body:expr)) $($rest:tt)*] [$fallback:expr]) => {
-        match $case {
-            ::core::option::Option::Some($p) => $body,
-            ::core::option::Option::None => $crate::__goro_select_arms!([$($rest)*] [$fallback]),
-        }
-    };
-    ([] [$fallback:expr]) => {
-        $fallback
-    };
+pub fn block_on_timeout<F: Future>(select: F, timeout: std::time::Duration) -> Option<F::Output> {
+    crate::sync::block_on_until(select, Some(std::time::Instant::now() + timeout))
 }

@@ -49,6 +49,7 @@ pub use waitgroup::{WaitFuture, WaitGroup};
 
 use std::future::Future;
 use std::task::Waker;
+use std::time::Instant;
 
 /// `UnsafeCell` with loom's checked-access API: `std` normally, `loom`'s under
 /// `cfg(loom)`, where every access through a [`cell::MutPtr`] or
@@ -134,14 +135,22 @@ pub(crate) mod cell {
 /// thread instead of stalling its queue. Under `cfg(loom)` it parks through
 /// loom, so blocking waits are part of the model.
 pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
-    #[cfg(not(loom))]
-    if crate::sched::machine::on_worker_thread() {
-        return crate::block_in_place(|| park_on(fut));
-    }
-    park_on(fut)
+    block_on_until(fut, None).expect("no deadline to pass")
 }
 
-fn park_on<F: Future>(fut: F) -> F::Output {
+/// [`block_on`] that gives up at `deadline`: `None` if `fut` had not
+/// completed by then (it is dropped, so a cancel-safe future leaves nothing
+/// behind). Under `cfg(loom)` a deadline passes as soon as `fut` is pending:
+/// loom has no clock.
+pub(crate) fn block_on_until<F: Future>(fut: F, deadline: Option<Instant>) -> Option<F::Output> {
+    #[cfg(not(loom))]
+    if crate::sched::machine::on_worker_thread() {
+        return crate::block_in_place(|| park_on(fut, deadline));
+    }
+    park_on(fut, deadline)
+}
+
+fn park_on<F: Future>(fut: F, deadline: Option<Instant>) -> Option<F::Output> {
     #[cfg(loom)]
     use loom::thread::{self, Thread};
     use std::task::{Context, Poll, Wake};
@@ -163,11 +172,20 @@ fn park_on<F: Future>(fut: F) -> F::Output {
     let mut fut = std::pin::pin!(fut);
     loop {
         if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
-            return out;
+            return Some(out);
         }
         // A wake between the poll and here leaves the unpark token set, so
         // this returns at once; a spurious return only costs a poll.
-        thread::park();
+        match deadline {
+            None => thread::park(),
+            #[cfg(not(loom))]
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => thread::park_timeout(left),
+                _ => return None,
+            },
+            #[cfg(loom)]
+            Some(_) => return None,
+        }
     }
 }
 

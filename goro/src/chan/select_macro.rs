@@ -1,0 +1,330 @@
+//! The `select!` and `select_blocking!` macros: parsing and expansion.
+//!
+//! The macros only parse and bind; the work is done by [`Select`] (a select
+//! that may wait, `select.rs`) and `try_select` (a select with `default`,
+//! `try_select.rs`). Parsing collects the cases into
+//! `(recv (rx) (pat) (body))` / `(send (tx) (value) (pat) (body))` groups and
+//! at most one default, `(now (body))` or `(after (timeout) (body))`. Binding
+//! then makes one case object per case, in source order, each as the
+//! scrutinee of a `match`: a `match` keeps the temporaries of its scrutinee
+//! alive to its end, so `recv(make_rx())` works, and a channel expression of
+//! the wrong type is reported at that expression with the hints of
+//! [`SelectRecv`](crate::chan::select::SelectRecv).
+//!
+//! [`Select`]: crate::chan::select::Select
+
+/// Waits on several channel operations and completes exactly one, with Go's
+/// semantics and crossbeam-channel's syntax. See the [module docs](crate::chan::select).
+///
+/// Cases: `recv(rx) -> pat => body` and `send(tx, value) -> pat => body`;
+/// `rx`/`tx` are expressions giving a `Receiver`/`Sender` or a reference to
+/// one (a temporary is fine), and `pat` binds a `Result<T, RecvError>` or a
+/// `Result<(), SendError<T>>`. At most one of:
+///
+/// - `default => body`: no case is ready now, at one moment across every
+///   channel (Go's `default`); the select then never waits and needs no
+///   `.await`, so it also works in plain functions.
+/// - `default(timeout) => body`: no case became ready within `timeout` (a
+///   `Duration`; crossbeam's `default(timeout)`, Go's
+///   `case <-time.After(d):`). Uses goro's timers: in a task.
+///
+/// `biased;` before the cases picks the first ready case in source order
+/// instead of at random (tokio's `biased;`, crossbeam's `select_biased!`).
+/// `select! {}` waits forever, as Go's `select {}`. Bodies are expressions
+/// (`,` between cases, a trailing one allowed) or blocks; they may `break`,
+/// `continue`, `return`, use `?` and `.await`.
+///
+/// Without `default` the macro awaits, so it must be inside async code; on a
+/// plain thread use [`select_blocking!`](crate::select_blocking!).
+///
+/// ```
+/// # futures::executor::block_on(async {
+/// let (tx, rx) = goro::chan::bounded::<i32>(0);
+/// let (done_tx, done_rx) = goro::chan::bounded::<()>(0);
+/// done_tx.close();
+/// let r = goro::select! {
+///     send(tx, 1) -> res => { res.unwrap(); "sent" }
+///     recv(done_rx) -> _ => "done",
+/// };
+/// assert_eq!(r, "done"); // nobody receives on `rx`; `done_rx` is closed
+/// # drop(rx);
+///
+/// let got = goro::select! {
+///     recv(done_rx) -> msg => msg.is_ok(),
+///     default => true,
+/// };
+/// assert!(!got);
+/// # });
+/// ```
+///
+/// Priority and a timeout:
+///
+/// ```
+/// use std::time::Duration;
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     let (urgent_tx, urgent) = goro::chan::bounded::<&str>(1);
+///     let (normal_tx, normal) = goro::chan::bounded::<&str>(1);
+///     urgent_tx.send("urgent").await.unwrap();
+///     normal_tx.send("normal").await.unwrap();
+///     let first = goro::select! {
+///         biased;
+///         recv(urgent) -> m => m.unwrap(),
+///         recv(normal) -> m => m.unwrap(),
+///     };
+///     assert_eq!(first, "urgent"); // both ready: source order decides
+///
+///     let got = goro::select! {
+///         recv(urgent) -> m => m.ok(),
+///         default(Duration::from_millis(5)) => None, // nothing within 5 ms
+///     };
+///     assert_eq!(got, None);
+/// });
+/// ```
+#[macro_export]
+macro_rules! select {
+    (biased; $($tokens:tt)*) => {
+        $crate::__goro_select_parse!(@mode [task biased] @cases [] @default [] @rest [$($tokens)*])
+    };
+    ($($tokens:tt)*) => {
+        $crate::__goro_select_parse!(@mode [task fair] @cases [] @default [] @rest [$($tokens)*])
+    };
+}
+
+/// [`select!`](crate::select!) for plain threads: the same cases, but a
+/// select that must wait parks the calling OS thread instead of awaiting.
+/// Needs no runtime, and `default(timeout)` needs no timers. Go code ported
+/// to threads, and crossbeam's `select!`, wait this way.
+///
+/// Inside a goro task it would block the worker thread (goro hands the P to
+/// another thread while it waits, as for every `*_blocking` call); use
+/// `select!` there.
+///
+/// ```
+/// use std::time::Duration;
+/// let (tx, rx) = goro::chan::bounded::<u32>(0);
+/// let (quit_tx, quit) = goro::chan::bounded::<()>(0);
+/// let worker = std::thread::spawn(move || {
+///     let mut got = Vec::new();
+///     loop {
+///         goro::select_blocking! {
+///             recv(rx) -> v => got.push(v.unwrap()),
+///             recv(quit) -> _ => return got,
+///         }
+///     }
+/// });
+/// tx.send_blocking(1).unwrap();
+/// tx.send_blocking(2).unwrap();
+/// quit_tx.close();
+/// assert_eq!(worker.join().unwrap(), vec![1, 2]);
+///
+/// let (_tx, idle) = goro::chan::bounded::<u32>(0);
+/// let timed_out = goro::select_blocking! {
+///     recv(idle) -> _ => false,
+///     default(Duration::from_millis(2)) => true,
+/// };
+/// assert!(timed_out);
+/// ```
+#[macro_export]
+macro_rules! select_blocking {
+    (biased; $($tokens:tt)*) => {
+        $crate::__goro_select_parse!(@mode [thread biased] @cases [] @default [] @rest [$($tokens)*])
+    };
+    ($($tokens:tt)*) => {
+        $crate::__goro_select_parse!(@mode [thread fair] @cases [] @default [] @rest [$($tokens)*])
+    };
+}
+
+/// Parses cases into groups (see the module docs of `select_macro.rs`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __goro_select_parse {
+    // Done: dispatch on what was found.
+    (@mode [$($m:tt)*] @cases [$($c:tt)*] @default [$($d:tt)*] @rest []) => {
+        $crate::__goro_select_bind!(@mode [$($m)*] @todo [$($c)*] @bound [] @default [$($d)*])
+    };
+    (@mode [$($m:tt)*] @cases [$($c:tt)*] @default [$($d:tt)*] @rest [, $($rest:tt)*]) => {
+        $crate::__goro_select_parse!(@mode [$($m)*] @cases [$($c)*] @default [$($d)*] @rest [$($rest)*])
+    };
+
+    (@mode [$($m:tt)*] @cases [$($c:tt)*] @default [$($d:tt)*]
+     @rest [recv($r:expr $(,)?) -> $p:pat => $body:block $($rest:tt)*]) => {
+        $crate::__goro_select_parse!(@mode [$($m)*] @cases [$($c)* (recv ($r) ($p) ($body))]
+            @default [$($d)*] @rest [$($rest)*])
+    };
+    (@mode [$($m:tt)*] @cases [$($c:tt)*] @default [$($d:tt)*]
+     @rest [recv($r:expr $(,)?) -> $p:pat => $body:expr $(, $($rest:tt)*)?]) => {
+        $crate::__goro_select_parse!(@mode [$($m)*] @cases [$($c)* (recv ($r) ($p) ($body))]
+            @default [$($d)*] @rest [$($($rest)*)?])
+    };
+
+    (@mode [$($m:tt)*] @cases [$($c:tt)*] @default [$($d:tt)*]
+     @rest [send($s:expr, $v:expr $(,)?) -> $p:pat => $body:block $($rest:tt)*]) => {
+        $crate::__goro_select_parse!(@mode [$($m)*] @cases [$($c)* (send ($s) ($v) ($p) ($body))]
+            @default [$($d)*] @rest [$($rest)*])
+    };
+    (@mode [$($m:tt)*] @cases [$($c:tt)*] @default [$($d:tt)*]
+     @rest [send($s:expr, $v:expr $(,)?) -> $p:pat => $body:expr $(, $($rest:tt)*)?]) => {
+        $crate::__goro_select_parse!(@mode [$($m)*] @cases [$($c)* (send ($s) ($v) ($p) ($body))]
+            @default [$($d)*] @rest [$($($rest)*)?])
+    };
+
+    (@mode [$($m:tt)*] @cases [$($c:tt)*] @default [] @rest [default => $body:block $($rest:tt)*]) => {
+        $crate::__goro_select_parse!(@mode [$($m)*] @cases [$($c)*] @default [(now ($body))]
+            @rest [$($rest)*])
+    };
+    (@mode [$($m:tt)*] @cases [$($c:tt)*] @default []
+     @rest [default => $body:expr $(, $($rest:tt)*)?]) => {
+        $crate::__goro_select_parse!(@mode [$($m)*] @cases [$($c)*] @default [(now ($body))]
+            @rest [$($($rest)*)?])
+    };
+    (@mode [$($m:tt)*] @cases [$($c:tt)*] @default []
+     @rest [default($t:expr $(,)?) => $body:block $($rest:tt)*]) => {
+        $crate::__goro_select_parse!(@mode [$($m)*] @cases [$($c)*] @default [(after ($t) ($body))]
+            @rest [$($rest)*])
+    };
+    (@mode [$($m:tt)*] @cases [$($c:tt)*] @default []
+     @rest [default($t:expr $(,)?) => $body:expr $(, $($rest:tt)*)?]) => {
+        $crate::__goro_select_parse!(@mode [$($m)*] @cases [$($c)*] @default [(after ($t) ($body))]
+            @rest [$($($rest)*)?])
+    };
+    (@mode [$($m:tt)*] @cases [$($c:tt)*] @default [$($d:tt)+] @rest [default $($rest:tt)*]) => {
+        ::core::compile_error!("goro::select!: more than one `default` case")
+    };
+
+    (@mode [$($m:tt)*] @cases [$($c:tt)*] @default [$($d:tt)*] @rest [$($rest:tt)*]) => {
+        ::core::compile_error!(
+            "goro::select!: expected `recv(rx) -> pattern => body`, \
+             `send(tx, value) -> pattern => body`, `default => body` or \
+             `default(timeout) => body` (cases separated by `,` unless a \
+             body is a block); to wait for a timeout use \
+             `recv(goro::time::after(d)) -> _ => ...`; to wait on a future, \
+             spawn it and receive its result on a channel"
+        )
+    };
+}
+
+/// Binds one case object per case, in source order; then runs the select
+/// and the body of the case that completed (or of the default).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __goro_select_bind {
+    // A select with `default` (and no timeout) never waits: `try_select`,
+    // over cases that lock their channels together.
+    (@mode [$($m:tt)*] @todo [(recv ($r:expr) ($p:pat) ($body:expr)) $($todo:tt)*]
+     @bound [$($bound:tt)*] @default [(now $($d:tt)*)]) => {
+        match $crate::chan::try_select::TryRecvCase::new(&$r) {
+            mut case => $crate::__goro_select_bind!(@mode [$($m)*] @todo [$($todo)*]
+                @bound [$($bound)* (case ($p) ($body))] @default [(now $($d)*)]),
+        }
+    };
+    (@mode [$($m:tt)*] @todo [(send ($s:expr) ($v:expr) ($p:pat) ($body:expr)) $($todo:tt)*]
+     @bound [$($bound:tt)*] @default [(now $($d:tt)*)]) => {
+        match $crate::chan::try_select::TrySendCase::new(&$s, $v) {
+            mut case => $crate::__goro_select_bind!(@mode [$($m)*] @todo [$($todo)*]
+                @bound [$($bound)* (case ($p) ($body))] @default [(now $($d)*)]),
+        }
+    };
+    // Any other select may wait: `Select`.
+    (@mode [$($m:tt)*] @todo [(recv ($r:expr) ($p:pat) ($body:expr)) $($todo:tt)*]
+     @bound [$($bound:tt)*] @default [$($d:tt)*]) => {
+        match $crate::chan::select::RecvCase::new(&$r) {
+            mut case => $crate::__goro_select_bind!(@mode [$($m)*] @todo [$($todo)*]
+                @bound [$($bound)* (case ($p) ($body))] @default [$($d)*]),
+        }
+    };
+    (@mode [$($m:tt)*] @todo [(send ($s:expr) ($v:expr) ($p:pat) ($body:expr)) $($todo:tt)*]
+     @bound [$($bound:tt)*] @default [$($d:tt)*]) => {
+        match $crate::chan::select::SendCase::new(&$s, $v) {
+            mut case => $crate::__goro_select_bind!(@mode [$($m)*] @todo [$($todo)*]
+                @bound [$($bound)* (case ($p) ($body))] @default [$($d)*]),
+        }
+    };
+
+    // No case.
+    (@mode [task $o:ident] @todo [] @bound [] @default []) => {
+        // Go's `select {}`: wait forever.
+        match ::core::future::pending::<::core::convert::Infallible>().await {}
+    };
+    (@mode [thread $o:ident] @todo [] @bound [] @default []) => {
+        loop {
+            ::std::thread::park();
+        }
+    };
+    (@mode [$w:ident $o:ident] @todo [] @bound [] @default [(now ($d:expr))]) => {
+        $d
+    };
+    (@mode [task $o:ident] @todo [] @bound [] @default [(after ($t:expr) ($d:expr))]) => {{
+        $crate::time::sleep($t).await;
+        $d
+    }};
+    (@mode [thread $o:ident] @todo [] @bound [] @default [(after ($t:expr) ($d:expr))]) => {{
+        ::std::thread::sleep($t);
+        $d
+    }};
+
+    // Run the select, then the winner's body.
+    (@mode [$w:ident fair] @todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+]
+     @default [(now ($d:expr))]) => {{
+        $crate::chan::try_select::try_select(
+            [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
+        );
+        $crate::__goro_select_bind!(@arms [$(($case ($p) ($body)))+] [$d])
+    }};
+    (@mode [$w:ident biased] @todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+]
+     @default [(now ($d:expr))]) => {{
+        $crate::chan::try_select::try_select_biased(
+            [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
+        );
+        $crate::__goro_select_bind!(@arms [$(($case ($p) ($body)))+] [$d])
+    }};
+    (@mode [task $o:ident] @todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+]
+     @default []) => {{
+        $crate::__goro_select_bind!(@new $o [$($case)+]).await;
+        $crate::__goro_select_bind!(@arms [$(($case ($p) ($body)))+]
+            [::core::unreachable!("goro::select!: no case completed")])
+    }};
+    (@mode [thread $o:ident] @todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+]
+     @default []) => {{
+        $crate::chan::select::block_on($crate::__goro_select_bind!(@new $o [$($case)+]));
+        $crate::__goro_select_bind!(@arms [$(($case ($p) ($body)))+]
+            [::core::unreachable!("goro::select_blocking!: no case completed")])
+    }};
+    (@mode [task $o:ident] @todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+]
+     @default [(after ($t:expr) ($d:expr))]) => {{
+        // Timed out: the select is dropped, which withdraws every case.
+        let _ = $crate::time::timeout($t, $crate::__goro_select_bind!(@new $o [$($case)+])).await;
+        $crate::__goro_select_bind!(@arms [$(($case ($p) ($body)))+] [$d])
+    }};
+    (@mode [thread $o:ident] @todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+]
+     @default [(after ($t:expr) ($d:expr))]) => {{
+        let _ = $crate::chan::select::block_on_timeout(
+            $crate::__goro_select_bind!(@new $o [$($case)+]),
+            $t,
+        );
+        $crate::__goro_select_bind!(@arms [$(($case ($p) ($body)))+] [$d])
+    }};
+
+    (@new fair [$($case:ident)+]) => {
+        $crate::chan::select::Select::new([$(&mut $case as &mut dyn $crate::chan::select::Case),+])
+    };
+    (@new biased [$($case:ident)+]) => {
+        $crate::chan::select::Select::biased([$(&mut $case as &mut dyn $crate::chan::select::Case),+])
+    };
+
+    // Consume the cases (ending their borrows of the channels' cases)
+    // before running a body, then run the body of the one with a result.
+    (@arms [$(($case:ident ($p:pat) ($body:expr)))+] [$fallback:expr]) => {{
+        $(let $case = $case.into_result();)+
+        $crate::__goro_select_bind!(@run [$(($case ($p) ($body)))+] [$fallback])
+    }};
+    (@run [($case:ident ($p:pat) ($body:expr)) $($rest:tt)*] [$fallback:expr]) => {
+        match $case {
+            ::core::option::Option::Some($p) => $body,
+            ::core::option::Option::None => $crate::__goro_select_bind!(@run [$($rest)*] [$fallback]),
+        }
+    };
+    (@run [] [$fallback:expr]) => {
+        $fallback
+    };
+}
