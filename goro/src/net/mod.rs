@@ -79,9 +79,11 @@ pub mod hyper;
 mod io;
 pub(crate) mod poller;
 pub(crate) mod scheduled_io;
+mod split;
 mod tcp;
 mod udp;
 
+pub use split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
 pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;
 
