@@ -75,6 +75,7 @@
 mod backoff;
 mod deadline;
 #[cfg(feature = "hyper")]
+#[cfg_attr(docsrs, doc(cfg(feature = "hyper")))]
 pub mod hyper;
 mod io;
 pub(crate) mod poller;
