@@ -461,3 +461,9 @@ pub use runtime::{spawn, yield_now, Builder, Runtime};
 pub use sched::blocking::{block_in_place, spawn_blocking};
 pub use sched::task::{JoinError, JoinHandle};
 pub use stats::Stats;
+
+/// The README's Rust examples, compiled and run as doc tests so that the
+/// first code a user copies keeps working.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
