@@ -2,7 +2,7 @@
 //! with a WaitGroup for the workers of the middle stage: the shape of most
 //! Go programs that use channels.
 //!
-//! Usage: `cargo run --release --example pipeline [N] [WORKERS]`
+//! Usage: `cargo run --release -p goro --example pipeline [N] [WORKERS]`
 
 use goro::chan;
 use goro::sync::WaitGroup;
@@ -41,9 +41,11 @@ async fn main() {
             wg.done();
         });
     }
-    drop(sq_tx);
+    // Go's `go func() { wg.Wait(); close(squares) }()`: the last sender
+    // closes the channel once every worker is done.
     goro::spawn(async move {
         wg.wait().await;
+        sq_tx.close();
     });
 
     let mut sum: u128 = 0;

@@ -1,7 +1,7 @@
 //! n tasks in a ring over rendezvous channels pass one token around; prints
 //! ns per hop at procs 1 and 2 (Go's GoroutineRing shape; seed 004).
 //!
-//! Usage: `cargo run --release --example ring [N_TASKS] [HOPS]`
+//! Usage: `cargo run --release -p goro --example ring [N_TASKS] [HOPS]`
 
 use std::time::Instant;
 

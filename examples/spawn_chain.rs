@@ -2,46 +2,45 @@
 //! (Go's BenchmarkCreateGoroutines chain shape; `goro-bench` runs the full
 //! side-by-side comparison.)
 //!
-//! Usage: `cargo run --release --example spawn_chain [N]`
+//! In Go:
+//!
+//! ```go
+//! func link(left int, done chan<- struct{}) {
+//!     if left == 0 {
+//!         done <- struct{}{}
+//!         return
+//!     }
+//!     go link(left-1, done)
+//! }
+//! ```
+//!
+//! Usage: `cargo run --release -p goro --example spawn_chain [N]`
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use goro::chan::{self, Sender};
 use std::time::Instant;
 
-/// A one-shot "done" signal (the example predates goro's channels).
-#[derive(Clone, Default)]
-struct Done(Arc<(AtomicBool, Mutex<Option<Waker>>)>);
-
-impl Done {
-    fn finish(&self) {
-        self.0 .0.store(true, Ordering::Release);
-        if let Some(w) = self.0 .1.lock().unwrap().take() {
-            w.wake();
-        }
-    }
-}
-
-impl Future for Done {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        *self.0 .1.lock().unwrap() = Some(cx.waker().clone());
-        if self.0 .0.load(Ordering::Acquire) {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    }
-}
-
-fn chain(left: u32, done: Done) {
+/// One link of the chain: starts the next link as its own task and
+/// returns at once (its `JoinHandle` is dropped, which detaches the task,
+/// as `go f()` does), so only a couple of tasks are alive at any time. The
+/// last link reports on `done`.
+fn link(left: u32, done: Sender<()>) {
     if left == 0 {
-        done.finish();
+        // `done` has room for the one value ever sent: this never waits.
+        done.try_send(()).expect("the chain reports once");
     } else {
-        goro::spawn(async move { chain(left - 1, done) });
+        goro::spawn(async move { link(left - 1, done) });
     }
+}
+
+/// Runs one chain of `n` tasks and waits for its end.
+async fn chain(n: u32) {
+    let (done_tx, done_rx) = chan::bounded::<()>(1);
+    // The first link is awaited through its JoinHandle (a panic in it
+    // would surface here); the rest report through the channel.
+    goro::spawn(async move { link(n, done_tx) })
+        .await
+        .expect("the first link panicked");
+    done_rx.recv().await.expect("the last link reports");
 }
 
 fn main() {
@@ -57,12 +56,7 @@ fn main() {
         let mut runs = Vec::new();
         for _ in 0..7 {
             let t = Instant::now();
-            rt.block_on(async move {
-                let done = Done::default();
-                let d = done.clone();
-                goro::spawn(async move { chain(n, d) });
-                done.await;
-            });
+            rt.block_on(chain(n));
             runs.push(t.elapsed().as_nanos() as f64 / n as f64);
         }
         runs.sort_by(f64::total_cmp);

@@ -1,7 +1,7 @@
 //! 200 tasks × 1000 yields (tokio's `yield_many` shape); prints ns per yield
 //! at procs 1 and 2. `goro-bench` runs the side-by-side comparison.
 //!
-//! Usage: `cargo run --release --example yield_many [YIELDS]`
+//! Usage: `cargo run --release -p goro --example yield_many [YIELDS]`
 
 use std::time::Instant;
 

@@ -1,20 +1,68 @@
 //! `Context`: cancellation and deadlines that flow down a tree (Go's
 //! `context` package).
 //!
-//! A context is cancelled when its [`Cancel`] handle is used or dropped, when
-//! its parent is cancelled, or when its deadline passes. Cancelling closes
-//! the context's [`Context::done`] channel (so it can be waited on in
+//! A context is done when its [`Cancel`] handle's [`Cancel::cancel`] is
+//! called, when its parent is done, or when its deadline passes. Being done
+//! closes the context's [`Context::done`] channel (so it can be waited on in
 //! `select!` with any other channel), records the reason for
-//! [`Context::err`], stops its deadline timer at once (a cancelled context
-//! leaves no armed timer behind), and cancels its children.
+//! [`Context::err`], stops its deadline timer at once (a done context
+//! leaves no armed timer behind), and makes its children done.
 //!
-//! One difference from Go, for Rust's ownership: the [`Cancel`] handle
-//! cancels when dropped, the way `defer cancel()` is always written in Go.
-//! Keep it alive for as long as the context should live (move it into the
-//! task that owns the work), or call [`Cancel::cancel`].
+//! # Dropping the cancel handle does not cancel
+//!
+//! As in Go, a context lives until it is cancelled, its deadline passes or
+//! its parent is done; what happens to the [`Cancel`] handle does not
+//! matter. So the idiom every Go user writes, `ctx, _ :=
+//! context.WithTimeout(parent, d)`, works as it reads:
+//!
+//! ```
+//! use goro::context::{Context, ContextError};
+//! use std::time::Duration;
+//! # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+//! let (ctx, _) = Context::with_timeout(&Context::background(), Duration::from_millis(20));
+//! assert_eq!(ctx.err(), None, "live: the discarded handle cancelled nothing");
+//! let _ = ctx.done().recv().await; // closed when the deadline passes
+//! assert_eq!(ctx.err(), Some(ContextError::DeadlineExceeded));
+//! # });
+//! ```
+//!
+//! Nothing leaks when the handle is gone, in goro not even what Go leaks:
+//!
+//! * a deadline context stops and releases its timer when its deadline
+//!   passes, when its parent is done, or when the last clone of the
+//!   [`Context`] is dropped, whichever comes first;
+//! * a parent holds its children weakly, and a child whose last clone is
+//!   dropped removes itself from its parent at once (Go keeps a
+//!   `WithCancel` child whose cancel was never called in its parent until
+//!   the parent is done, which is why `go vet` warns about it; goro need
+//!   not).
+//!
+//! To cancel when a scope ends, whichever way it ends (Go's `defer
+//! cancel()`), turn the handle into a guard:
+//!
+//! ```
+//! use goro::context::{Context, ContextError};
+//! let (ctx, cancel) = Context::with_cancel(&Context::background());
+//! {
+//!     let _guard = cancel.cancel_on_drop(); // `defer cancel()`
+//!     assert_eq!(ctx.err(), None);
+//! } // the guard is dropped here: the context is cancelled
+//! assert_eq!(ctx.err(), Some(ContextError::Canceled));
+//! ```
 //!
 //! Deadline timers run their callback inline on the P that fires them
 //! (cancellation only takes locks and closes a channel; it never blocks).
+//!
+//! # Rejected
+//!
+//! - Cancelling when the [`Cancel`] handle is dropped (an automatic `defer
+//!   cancel()`): `let (ctx, _) = Context::with_timeout(..)` then gave a
+//!   context cancelled microseconds later, silently, and every Go user
+//!   writes that line. The guard of [`Cancel::cancel_on_drop`] keeps the
+//!   automatic cancel for those who ask for it.
+//! - Cancelling on drop for `with_cancel` contexts only: the same trap for
+//!   `let (ctx, _) = Context::with_cancel(..)`, and two rules where one
+//!   does.
 
 use crate::chan::{self, Receiver, Sender};
 use crate::sched::timers::arm_timer;
@@ -52,7 +100,7 @@ impl std::error::Error for ContextError {}
 /// use std::time::Duration;
 /// let rt = goro::Runtime::builder().procs(1).build().unwrap();
 /// rt.block_on(async {
-///     let (ctx, _cancel) = Context::with_timeout(&Context::background(), Duration::from_millis(1));
+///     let (ctx, _) = Context::with_timeout(&Context::background(), Duration::from_millis(1));
 ///     let _ = ctx.done().recv().await; // closed when the deadline passes
 ///     assert_eq!(ctx.err(), Some(ContextError::DeadlineExceeded));
 /// });
@@ -102,7 +150,9 @@ impl Context {
         }
     }
 
-    /// A child that is cancelled with its parent or by the returned handle.
+    /// A child that is done with its parent or when the returned handle's
+    /// [`Cancel::cancel`] is called (Go's `context.WithCancel`). Dropping
+    /// the handle does not cancel (see the [module docs](self)).
     ///
     /// ```
     /// use goro::context::{Context, ContextError};
@@ -113,6 +163,7 @@ impl Context {
     /// assert_eq!(child.err(), Some(ContextError::Canceled));
     /// assert!(child.done().is_closed());
     /// ```
+    #[must_use = "a context nobody holds is done for nobody; keep the context (and its handle to cancel it)"]
     pub fn with_cancel(parent: &Context) -> (Context, Cancel) {
         let ctx = Context::child(parent, parent.inner.deadline);
         let cancel = Cancel {
@@ -121,10 +172,23 @@ impl Context {
         (ctx, cancel)
     }
 
-    /// A child whose deadline is `d` from now (or the parent's, if earlier).
+    /// A child whose deadline is `d` from now (or the parent's, if earlier)
+    /// (Go's `context.WithTimeout`). The handle cancels it early; dropping
+    /// the handle does not (see the [module docs](self)).
+    ///
+    /// ```
+    /// use goro::context::{Context, ContextError};
+    /// use std::time::Duration;
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let (ctx, cancel) = Context::with_timeout(&Context::background(), Duration::from_secs(3600));
+    /// cancel.cancel(); // done early: the timer is stopped at once
+    /// assert_eq!(ctx.err(), Some(ContextError::Canceled));
+    /// # });
+    /// ```
     ///
     /// # Panics
     /// Outside a goro runtime (the deadline needs its timers).
+    #[must_use = "a context nobody holds is done for nobody; keep the context (`let (ctx, _) = ...` is fine)"]
     pub fn with_timeout(parent: &Context, d: Duration) -> (Context, Cancel) {
         let when = clock::when_after(d);
         let deadline = (when != clock::NEVER).then(|| clock::instant_of(when));
@@ -134,8 +198,19 @@ impl Context {
     /// A child whose deadline is `t` (or the parent's, if earlier). A
     /// deadline already past yields a context that is done at once.
     ///
+    /// ```
+    /// use goro::context::Context;
+    /// use std::time::{Duration, Instant};
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let t = Instant::now() + Duration::from_secs(3600);
+    /// let (ctx, _) = Context::with_deadline(&Context::background(), t);
+    /// assert_eq!(ctx.deadline(), Some(t));
+    /// # });
+    /// ```
+    ///
     /// # Panics
     /// Outside a goro runtime (the deadline needs its timers).
+    #[must_use = "a context nobody holds is done for nobody; keep the context (`let (ctx, _) = ...` is fine)"]
     pub fn with_deadline(parent: &Context, t: Instant) -> (Context, Cancel) {
         Context::with_deadline_opt(parent, Some(t))
     }
@@ -248,6 +323,27 @@ impl Inner {
     }
 }
 
+/// The last clone of a context is gone: nobody can wait on it or read its
+/// error any more, so it releases what it holds at once instead of at its
+/// deadline or its parent's end: its armed timer, and its entry in its
+/// parent's `children`. (Its children hold it through `parent`, so none is
+/// left.) A `Cancel` handle holds the context weakly and does nothing now.
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if st.err.is_some() {
+            return; // done: `cancel_node` released everything
+        }
+        if let Some(t) = st.timer.take() {
+            arm_timer(&t, 0, 0);
+        }
+        if let Some(parent) = &self.parent {
+            // `key` of this node: the address of the `Inner` in its `Arc`.
+            parent.lock().children.remove(&(self as *const Inner as usize));
+        }
+    }
+}
+
 /// The deadline timer's callback (inline on the P that fires it).
 impl Fire for Inner {
     fn fire(self: Arc<Self>) {
@@ -255,8 +351,14 @@ impl Fire for Inner {
     }
 }
 
-/// Cancels a context and its descendants; dropping it does the same
-/// (Go's `defer cancel()`, made automatic).
+/// Cancels a context and its descendants (Go's `CancelFunc`). Cheap to
+/// clone; any clone cancels.
+///
+/// Dropping it does not cancel: the context lives on until its deadline or
+/// its parent's end (see the [module docs](self)). For Go's `defer
+/// cancel()`, keep the guard of [`Cancel::cancel_on_drop`].
+#[derive(Clone)]
+#[must_use = "dropping a Cancel does not cancel its context; call `cancel()`, or keep `cancel_on_drop()`'s guard"]
 pub struct Cancel {
     inner: Weak<Inner>,
 }
@@ -264,22 +366,78 @@ pub struct Cancel {
 impl Cancel {
     /// Cancels the context (and its children) with `ContextError::Canceled`,
     /// unless it is already done. Idempotent.
+    ///
+    /// ```
+    /// use goro::context::{Context, ContextError};
+    /// let (ctx, cancel) = Context::with_cancel(&Context::background());
+    /// cancel.cancel();
+    /// cancel.cancel(); // no effect: already done
+    /// assert_eq!(ctx.err(), Some(ContextError::Canceled));
+    /// ```
     pub fn cancel(&self) {
         if let Some(inner) = self.inner.upgrade() {
             cancel_node(&inner, ContextError::Canceled);
         }
     }
-}
 
-impl Drop for Cancel {
-    fn drop(&mut self) {
-        self.cancel();
+    /// A guard that cancels the context when it is dropped: Go's `defer
+    /// cancel()`, run on every way out of the scope (return, `?`, panic).
+    ///
+    /// ```
+    /// use goro::context::{Context, ContextError};
+    /// fn work(parent: &Context) -> Context {
+    ///     let (ctx, cancel) = Context::with_cancel(parent);
+    ///     let _guard = cancel.cancel_on_drop();
+    ///     // ... hand `ctx` to tasks, wait for them ...
+    ///     ctx
+    /// }
+    /// let ctx = work(&Context::background());
+    /// assert_eq!(ctx.err(), Some(ContextError::Canceled));
+    /// ```
+    pub fn cancel_on_drop(self) -> CancelGuard {
+        CancelGuard { cancel: Some(self) }
     }
 }
 
 impl fmt::Debug for Cancel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Cancel")
+    }
+}
+
+/// Cancels its context when dropped ([`Cancel::cancel_on_drop`]).
+#[must_use = "if unused the context is cancelled at once; bind it: `let _guard = ...`"]
+pub struct CancelGuard {
+    /// `None` once disarmed.
+    cancel: Option<Cancel>,
+}
+
+impl CancelGuard {
+    /// Gives the handle back without cancelling.
+    ///
+    /// ```
+    /// use goro::context::Context;
+    /// let (ctx, cancel) = Context::with_cancel(&Context::background());
+    /// let cancel = cancel.cancel_on_drop().disarm();
+    /// assert_eq!(ctx.err(), None);
+    /// # cancel.cancel();
+    /// ```
+    pub fn disarm(mut self) -> Cancel {
+        self.cancel.take().expect("a guard is disarmed once")
+    }
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if let Some(c) = &self.cancel {
+            c.cancel();
+        }
+    }
+}
+
+impl fmt::Debug for CancelGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CancelGuard")
     }
 }
 

@@ -102,7 +102,7 @@ fn deadline_is_the_earlier_of_own_and_parent() {
             assert_eq!(late.err(), Some(ContextError::DeadlineExceeded));
             // Child of a cancelled parent is born cancelled.
             let (dead, k) = Context::with_cancel(&bg);
-            drop(k);
+            k.cancel();
             let (child, _kc) = Context::with_cancel(&dead);
             assert_eq!(child.err(), Some(ContextError::Canceled));
         });
@@ -133,7 +133,7 @@ fn four_hundred_thousand_cancelled_contexts_leave_no_armed_timer() {
             let bg = Context::background();
             for _ in 0..400_000 {
                 let (_c, cancel) = Context::with_timeout(&bg, Duration::from_secs(3600));
-                drop(cancel); // cancels: the timer is stopped at once
+                cancel.cancel(); // the timer is stopped at once
             }
         });
         let s = rt.stats();

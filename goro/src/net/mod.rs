@@ -75,13 +75,16 @@
 mod backoff;
 mod deadline;
 #[cfg(feature = "hyper")]
+#[cfg_attr(docsrs, doc(cfg(feature = "hyper")))]
 pub mod hyper;
 mod io;
 pub(crate) mod poller;
 pub(crate) mod scheduled_io;
+mod split;
 mod tcp;
 mod udp;
 
+pub use split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};
 pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;
 

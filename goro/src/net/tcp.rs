@@ -7,11 +7,17 @@
 //! `futures_io::AsyncRead`/`AsyncWrite` (for `TcpStream` and
 //! `&TcpStream`), so the `futures` ecosystem's adapters work on it.
 //!
+//! For code written against tokio's shape, [`TcpStream::split`] gives
+//! borrowed halves and [`TcpStream::into_split`] owned ones (`split.rs`):
+//! thin wrappers over the same `&self` operations, each half with its
+//! direction's deadline.
+//!
 //! # Rejected
 //!
 //! - Splitting a stream into owned read and write halves as the only way
-//!   to use both directions at once (tokio's `into_split`): `&self`
-//!   operations give the same concurrency without an `Arc`.
+//!   to use both directions at once: `&self` operations give the same
+//!   concurrency without an `Arc`; the halves are there for code that
+//!   wants to hand each direction to its own task by value.
 
 use crate::net::io::PollIo;
 use crate::net::resolve;
@@ -269,6 +275,36 @@ impl TcpStream {
         self.io
             .stream_io(Direction::Read, len, |mut s| s.read(buf))
             .await
+    }
+
+    /// Reads exactly `buf.len()` bytes, waiting as needed; returns
+    /// `buf.len()` (as tokio's `read_exact`; Go's `io.ReadFull`). A peer
+    /// that shuts down first is `UnexpectedEof` (the bytes read so far are
+    /// in `buf`); past the read deadline, `TimedOut`.
+    ///
+    /// ```
+    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    /// let (s, _) = l.accept().await.unwrap();
+    /// c.write_all(b"hello").await.unwrap();
+    /// let mut buf = [0; 5];
+    /// assert_eq!(s.read_exact(&mut buf).await.unwrap(), 5);
+    /// assert_eq!(&buf, b"hello");
+    /// c.shutdown(std::net::Shutdown::Write).unwrap();
+    /// let e = s.read_exact(&mut buf).await.unwrap_err();
+    /// assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+    /// # });
+    /// ```
+    pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut got = 0;
+        while got < buf.len() {
+            match self.read(&mut buf[got..]).await? {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                n => got += n,
+            }
+        }
+        Ok(got)
     }
 
     /// Writes some of `buf`; returns how many bytes. Past the write

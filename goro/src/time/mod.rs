@@ -76,6 +76,7 @@ impl Timer {
     ///
     /// # Panics
     /// Outside a goro runtime.
+    #[must_use = "a channel timer stops when its handle and receivers are dropped; wait on `rx()`"]
     pub fn new(d: Duration) -> Timer {
         with_runtime("Timer::new", |s| {
             let inner = TimerInner::for_chan(s.arm_queue().0.clone());
@@ -156,6 +157,7 @@ impl std::fmt::Debug for Timer {
 ///     assert!(timed_out);
 /// });
 /// ```
+#[must_use = "the timer stops when its channel is dropped; receive from it (e.g. in `select!`)"]
 pub fn after(d: Duration) -> Receiver<Instant> {
     Timer::new(d)
         .rx

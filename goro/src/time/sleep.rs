@@ -52,6 +52,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 }
 
 /// The future of [`sleep`] and [`sleep_until`].
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Sleep {
     /// Timer clock; `NEVER` for a deadline beyond representation.
     when: u64,
@@ -188,6 +189,7 @@ pub fn timeout<F: Future>(d: Duration, fut: F) -> Timeout<F> {
 }
 
 /// The future of [`timeout`].
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Timeout<F> {
     fut: F,
     sleep: Sleep,

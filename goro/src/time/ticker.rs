@@ -42,6 +42,7 @@ impl Ticker {
     ///
     /// # Panics
     /// If `d` is zero, or outside a goro runtime.
+    #[must_use = "a ticker stops when it is dropped; receive from `rx()`"]
     pub fn new(d: Duration) -> Ticker {
         let period = period_ns(d, "new");
         with_runtime("Ticker::new", |s| {
