@@ -339,7 +339,10 @@ impl Drop for Inner {
         }
         if let Some(parent) = &self.parent {
             // `key` of this node: the address of the `Inner` in its `Arc`.
-            parent.lock().children.remove(&(self as *const Inner as usize));
+            parent
+                .lock()
+                .children
+                .remove(&(self as *const Inner as usize));
         }
     }
 }

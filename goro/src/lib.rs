@@ -44,6 +44,13 @@
 //! | `ch := make(chan T, n)` | [`let (tx, rx) = goro::chan::bounded::<T>(n)`](chan::bounded) |
 //! | `ch <- v`, `v, ok := <-ch`, `close(ch)` | `tx.send(v).await`, `rx.recv().await` (`Err` once closed and drained), `tx.close()` |
 //! | `select { case ... }` | [`goro::select! { recv(rx) -> v => ..., send(tx, v) -> r => ..., default => ... }`](select!) |
+//! | `for v := range ch` | `while let Ok(v) = rx.recv().await`, `rx` as a [`Stream`](futures_core::Stream), or [`rx.iter()`](chan::Receiver::iter) on a plain thread |
+//! | `case <-time.After(d):` beside a receive or send | [`rx.recv_timeout(d).await`](chan::Receiver::recv_timeout), [`tx.send_timeout(v, d).await`](chan::Sender::send_timeout), or `default(d) => ...` in [`select!`] |
+//! | a nil channel in a `select` | [`goro::chan::never()`](chan::never) |
+//! | `select {}` | `goro::select! {}` (waits forever) |
+//! | crossbeam's `select_biased!` | `goro::select! { biased; ... }` |
+//! | crossbeam's `select!` on a thread | [`goro::select_blocking!`](select_blocking!) |
+//! | crossbeam's `unbounded()` | [`goro::chan::unbounded()`](chan::unbounded) |
 //! | `time.Sleep(d)` | [`goro::time::sleep(d).await`](time::sleep) |
 //! | `time.After(d)` | [`goro::time::after(d)`](time::after) (a channel, for `select!`) |
 //! | `time.NewTimer(d)` | [`goro::time::Timer::new(d)`](time::Timer) |
@@ -112,6 +119,45 @@
 //! };
 //! assert!(nothing);
 //! # }
+//! ```
+//!
+//! ```
+//! use futures::StreamExt;
+//! use std::time::Duration;
+//! # #[goro::main(procs = 2)] async fn main() {
+//! // for v := range ch; a receive with a timeout; a nil channel; priority
+//! let (tx, rx) = goro::chan::unbounded::<u32>();
+//! for i in 1..=3 {
+//!     tx.send(i).await.unwrap();
+//! }
+//! drop(tx); // the last sender: closes the channel
+//! assert_eq!(rx.clone().collect::<Vec<_>>().await, [1, 2, 3]);
+//! let (tx, rx) = goro::chan::bounded::<u32>(1);
+//! assert!(rx.recv_timeout(Duration::from_millis(1)).await.is_err());
+//! let off = goro::chan::never::<u32>(); // a case switched off
+//! tx.send(7).await.unwrap();
+//! let got = goro::select! {
+//!     biased; // the first ready case in source order
+//!     recv(off) -> _ => 0,
+//!     recv(rx) -> v => v.unwrap(),
+//!     default(Duration::from_secs(10)) => 0,
+//! };
+//! assert_eq!(got, 7);
+//! # }
+//! ```
+//!
+//! ```
+//! // crossbeam's select! and iteration on plain threads
+//! let (tx, rx) = goro::chan::bounded::<u32>(0);
+//! let producer = std::thread::spawn(move || {
+//!     for i in 0..3 {
+//!         goro::select_blocking! {
+//!             send(tx, i) -> r => r.unwrap(),
+//!         }
+//!     }
+//! });
+//! assert_eq!(rx.iter().sum::<u32>(), 3);
+//! producer.join().unwrap();
 //! ```
 //!
 //! ```

@@ -20,7 +20,11 @@ fn in_runtime<T: Send + 'static>(
     f: impl std::future::Future<Output = T> + Send + 'static,
 ) -> T {
     within(LIMIT, what, move || {
-        goro::Runtime::builder().procs(2).build().unwrap().block_on(f)
+        goro::Runtime::builder()
+            .procs(2)
+            .build()
+            .unwrap()
+            .block_on(f)
     })
 }
 
@@ -39,7 +43,10 @@ fn never_is_never_ready_and_switches_a_case_off() {
     let off: Receiver<u8> = never();
     assert_eq!(off.try_recv(), Err(TryRecvError::Empty));
     assert!(!off.is_closed());
-    assert_eq!(off.recv_timeout_blocking(SHORT), Err(RecvTimeoutError::Timeout));
+    assert_eq!(
+        off.recv_timeout_blocking(SHORT),
+        Err(RecvTimeoutError::Timeout)
+    );
     let (tx, rx) = bounded::<u8>(1);
     tx.try_send(1).unwrap();
     for enabled in [false, true] {
@@ -57,7 +64,11 @@ fn recv_timeout_in_a_task_times_out_then_receives() {
         let (tx, rx) = bounded::<u32>(0);
         let start = Instant::now();
         assert_eq!(rx.recv_timeout(SHORT).await, Err(RecvTimeoutError::Timeout));
-        assert!(start.elapsed() >= SHORT, "timed out early: {:?}", start.elapsed());
+        assert!(
+            start.elapsed() >= SHORT,
+            "timed out early: {:?}",
+            start.elapsed()
+        );
         let sender = goro::spawn(async move { tx.send(9).await });
         assert_eq!(rx.recv_timeout(LIMIT).await, Ok(9));
         sender.await.unwrap().unwrap();
@@ -71,8 +82,15 @@ fn send_timeout_in_a_task_gives_the_value_back() {
     in_runtime("send_timeout", async {
         let (tx, rx) = bounded::<String>(0);
         let start = Instant::now();
-        let err = tx.send_timeout("kept".to_string(), SHORT).await.unwrap_err();
-        assert!(start.elapsed() >= SHORT, "timed out early: {:?}", start.elapsed());
+        let err = tx
+            .send_timeout("kept".to_string(), SHORT)
+            .await
+            .unwrap_err();
+        assert!(
+            start.elapsed() >= SHORT,
+            "timed out early: {:?}",
+            start.elapsed()
+        );
         assert!(err.is_timeout());
         assert_eq!(err.into_inner(), "kept");
         // Nothing was left behind in the channel.
@@ -93,9 +111,15 @@ fn send_timeout_in_a_task_gives_the_value_back() {
 fn blocking_timeouts_work_on_plain_threads() {
     within(LIMIT, "blocking timeouts", || {
         let (tx, rx) = bounded::<u32>(1);
-        assert_eq!(rx.recv_timeout_blocking(SHORT), Err(RecvTimeoutError::Timeout));
+        assert_eq!(
+            rx.recv_timeout_blocking(SHORT),
+            Err(RecvTimeoutError::Timeout)
+        );
         tx.send_timeout_blocking(1, SHORT).unwrap();
-        assert_eq!(tx.send_timeout_blocking(2, SHORT), Err(SendTimeoutError::Timeout(2)));
+        assert_eq!(
+            tx.send_timeout_blocking(2, SHORT),
+            Err(SendTimeoutError::Timeout(2))
+        );
         let t = std::thread::spawn(move || rx.recv_timeout_blocking(LIMIT));
         assert_eq!(t.join().unwrap(), Ok(1));
     });
@@ -152,7 +176,10 @@ fn biased_select_prefers_source_order() {
                 recv(a) -> v => v.unwrap(),
                 default => 0,
             };
-            assert_eq!(second, 2, "both ready: the first case wins, with default too");
+            assert_eq!(
+                second, 2,
+                "both ready: the first case wins, with default too"
+            );
         }
     });
 }
@@ -169,8 +196,16 @@ fn default_with_a_timeout_withdraws_every_case() {
             default(SHORT) => "timed out",
         };
         assert_eq!(r, "timed out");
-        assert!(start.elapsed() >= SHORT, "timed out early: {:?}", start.elapsed());
-        assert_eq!(rx.try_recv(), Err(TryRecvError::Empty), "the send case left nothing");
+        assert!(
+            start.elapsed() >= SHORT,
+            "timed out early: {:?}",
+            start.elapsed()
+        );
+        assert_eq!(
+            rx.try_recv(),
+            Err(TryRecvError::Empty),
+            "the send case left nothing"
+        );
         // A case ready in time wins over the timeout.
         let (tx2, rx2) = bounded::<u8>(1);
         tx2.try_send(3).unwrap();

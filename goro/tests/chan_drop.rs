@@ -24,11 +24,18 @@ impl Drop for Bomb {
 }
 
 /// A channel holding `n` bombs, and the counter of their drops.
-fn loaded(n: usize) -> (goro::chan::Sender<Bomb>, goro::chan::Receiver<Bomb>, Arc<AtomicUsize>) {
+fn loaded(
+    n: usize,
+) -> (
+    goro::chan::Sender<Bomb>,
+    goro::chan::Receiver<Bomb>,
+    Arc<AtomicUsize>,
+) {
     let drops = Arc::new(AtomicUsize::new(0));
     let (tx, rx) = goro::chan::bounded::<Bomb>(n);
     for _ in 0..n {
-        tx.try_send(Bomb(drops.clone())).ok().expect("room in the buffer");
+        tx.try_send(Bomb(drops.clone()))
+            .expect("room in the buffer");
     }
     (tx, rx, drops)
 }
@@ -41,7 +48,11 @@ fn panicking_drops_from_a_plain_thread_drop_every_value_and_panic_once() {
         drop(rx); // the last handle: the buffer goes
     }));
     assert!(r.is_err(), "the first Drop's panic reaches the caller");
-    assert_eq!(drops.load(Ordering::SeqCst), 3, "every buffered value is dropped");
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        3,
+        "every buffered value is dropped"
+    );
 }
 
 #[test]
@@ -76,5 +87,9 @@ fn panicking_drops_while_already_unwinding_do_not_abort() {
         Some("the code holding the channel panicked first"),
         "the first panic is the one that propagates"
     );
-    assert_eq!(drops.load(Ordering::SeqCst), 3, "every buffered value is dropped");
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        3,
+        "every buffered value is dropped"
+    );
 }

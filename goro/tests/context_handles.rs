@@ -33,7 +33,10 @@ fn the_discarded_handle_idiom_gives_a_live_context_until_its_deadline() {
                 None,
                 "the handle was dropped on the line above and must not cancel"
             );
-            assert!(!ctx.done().is_closed(), "done must be open before the deadline");
+            assert!(
+                !ctx.done().is_closed(),
+                "done must be open before the deadline"
+            );
 
             // Another task sees it live too, then done at the deadline.
             let c = ctx.clone();
@@ -50,7 +53,11 @@ fn the_discarded_handle_idiom_gives_a_live_context_until_its_deadline() {
                 "done {:?} before the deadline: the discarded handle cancelled it",
                 deadline - woke
             );
-            assert_eq!(err, Some(ContextError::DeadlineExceeded), "done by its deadline");
+            assert_eq!(
+                err,
+                Some(ContextError::DeadlineExceeded),
+                "done by its deadline"
+            );
             assert_eq!(ctx.err(), Some(ContextError::DeadlineExceeded));
 
             // The same for with_deadline and for a with_cancel child of a
@@ -59,11 +66,18 @@ fn the_discarded_handle_idiom_gives_a_live_context_until_its_deadline() {
             let (by_deadline, _) =
                 Context::with_deadline(&parent, Instant::now() + Duration::from_millis(20));
             let (by_parent, _) = Context::with_cancel(&parent);
-            assert_eq!(by_deadline.err(), None, "with_deadline with a dropped handle");
+            assert_eq!(
+                by_deadline.err(),
+                None,
+                "with_deadline with a dropped handle"
+            );
             assert_eq!(by_parent.err(), None, "with_cancel with a dropped handle");
             done_within(&by_deadline, "with_deadline child").await;
             let d = by_deadline.deadline().unwrap();
-            assert!(Instant::now() >= d, "with_deadline child done before its deadline");
+            assert!(
+                Instant::now() >= d,
+                "with_deadline child done before its deadline"
+            );
             assert_eq!(by_deadline.err(), Some(ContextError::DeadlineExceeded));
             assert_eq!(by_parent.err(), None, "still live: its parent is");
             cancel_parent.cancel();
@@ -131,7 +145,11 @@ fn the_guard_cancels_on_drop_and_on_panic_and_can_be_disarmed() {
             panic!("work failed");
         }));
         assert!(r.is_err());
-        assert_eq!(ctx.err(), Some(ContextError::Canceled), "cancelled by unwinding");
+        assert_eq!(
+            ctx.err(),
+            Some(ContextError::Canceled),
+            "cancelled by unwinding"
+        );
 
         let (ctx, cancel) = Context::with_cancel(&bg);
         let cancel = cancel.cancel_on_drop().disarm();
@@ -146,7 +164,8 @@ fn a_cloned_handle_cancels_from_another_task() {
     within(LIMIT, "cloned cancel", || {
         let rt = goro::Runtime::builder().procs(2).build().unwrap();
         rt.block_on(async {
-            let (ctx, cancel) = Context::with_timeout(&Context::background(), Duration::from_secs(3600));
+            let (ctx, cancel) =
+                Context::with_timeout(&Context::background(), Duration::from_secs(3600));
             let c2 = cancel.clone();
             drop(cancel);
             assert_eq!(ctx.err(), None, "dropping one clone cancels nothing");

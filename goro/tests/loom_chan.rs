@@ -11,6 +11,12 @@
 //! (a dropped put-back on cancellation; a registration pass blind to a
 //! parked counterpart).
 //!
+//! The last two models are the non-blocking `select!` (`try_select.rs`):
+//! one consistent moment across its channels (Go's
+//! `TestNonblockSelectRace`; fails on a planted lock-try-unlock per case),
+//! and two selects naming the same channels in opposite orders (fails with
+//! a deadlock when the locks are not taken in address order).
+//!
 //! A waiter's slot and waker are loom `UnsafeCell`s, so every model also
 //! checks that each access to them is ordered by the protocol. The last
 //! four models target that directly: an owner that spins instead of
@@ -400,5 +406,70 @@ fn a_parked_select_polled_with_a_new_waker_is_woken_through_it() {
             Err(TryRecvError::Empty),
             "no waiter left on b"
         );
+    });
+}
+
+/// Go's `TestNonblockSelectRace` as a model: `c1` holds a value and the
+/// other thread fills `c2` before draining `c1`, so one of them is ready at
+/// every moment and a `select!` with `default` must take a channel case.
+/// The cases are in the order (`c2`, `c1`) that loom's fixed poll order
+/// visits first to last: a select that looks at one channel at a time can
+/// see `c2` empty before the send and `c1` empty after the receive (the
+/// planted bug: lock, try and unlock each case in turn).
+#[test]
+fn nonblocking_select_sees_one_moment() {
+    loom::model(|| {
+        let (t1, c1) = chan::bounded::<u8>(1);
+        let (t2, c2) = chan::bounded::<u8>(1);
+        t1.try_send(1).unwrap();
+        let (c1b, c2b) = (c1.clone(), c2.clone());
+        let t = thread::spawn(move || {
+            goro::select! {
+                recv(c2b) -> _ => true,
+                recv(c1b) -> _ => true,
+                default => false,
+            }
+        });
+        t2.try_send(2).unwrap();
+        let _ = c1.try_recv();
+        assert!(
+            t.join().unwrap(),
+            "default taken although c1 or c2 held a value at every moment"
+        );
+        drop(t1);
+    });
+}
+
+/// Two non-blocking selects over the same two channels, named in opposite
+/// orders, one of them sending: each takes both locks, so a lock order that
+/// followed the cases would deadlock (the planted bug: no sort by address).
+/// Whatever each takes, no value is lost or made up.
+#[test]
+fn nonblocking_selects_in_opposite_orders_do_not_deadlock() {
+    loom::model(|| {
+        let (ta, a) = chan::bounded::<u8>(1);
+        let (tb, b) = chan::bounded::<u8>(1);
+        ta.try_send(1).unwrap();
+        let (a2, tb2) = (a.clone(), tb.clone());
+        let t = thread::spawn(move || {
+            goro::select! {
+                recv(a2) -> v => v.unwrap(),
+                send(tb2, 2) -> r => { r.unwrap(); 0 }
+                default => 9,
+            }
+        });
+        let mine = goro::select! {
+            send(tb, 3) -> r => { r.unwrap(); 0 }
+            recv(a) -> v => v.unwrap(),
+            default => 9,
+        };
+        let theirs = t.join().unwrap();
+        // `a`'s value went to at most one select, and `b` holds what was sent.
+        let took_a = [mine, theirs].iter().filter(|&&v| v == 1).count();
+        assert!(took_a <= 1, "a's one value was received twice");
+        let sent_b = [mine, theirs].iter().filter(|&&v| v == 0).count();
+        assert_eq!(b.len(), sent_b, "b holds exactly the values sent to it");
+        assert_eq!(a.len() + took_a, 1, "a's value is received or still there");
+        drop(ta);
     });
 }

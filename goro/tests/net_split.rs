@@ -85,7 +85,9 @@ fn owned_halves_read_and_write_from_two_tasks_with_a_deadline_each() {
                     .unwrap_err();
                 assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
                 w.set_write_deadline(None);
-                bounded("write after clearing", w.write_all(b"tail")).await.unwrap();
+                bounded("write after clearing", w.write_all(b"tail"))
+                    .await
+                    .unwrap();
                 sent + 4
                 // `w` dropped: the write side is shut down, the client sees EOF.
             });

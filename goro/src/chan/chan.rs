@@ -73,6 +73,15 @@
 //!   out of the critical section first (a value's `Drop` may touch this very
 //!   channel).
 //!
+//! # Memory, and values that panic
+//!
+//! The buffer is a `VecDeque` that grows with the backlog, so a huge
+//! capacity costs nothing up front, and gives memory back when the backlog
+//! falls to a quarter of what it holds ([`shrink_if_sparse`]). When the
+//! channel goes, the values left in its buffer are dropped one by one under
+//! `catch_unwind` ([`drop_values`]): a `Drop` that panics does not stop the
+//! others, and a second panic cannot abort the process.
+//!
 //! # Cancellation
 //!
 //! A future dropped while parked aborts its signal and removes its entry

@@ -3,7 +3,6 @@
 
 use std::fmt;
 
-
 /// A send on a closed channel; holds the value that was not sent.
 ///
 /// ```

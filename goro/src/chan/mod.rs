@@ -285,7 +285,9 @@ impl<T> Sender<T> {
         .await;
         match sent {
             Some(r) => r.map_err(SendTimeoutError::from),
-            None => send.cancel().map_or(Ok(()), |v| Err(SendTimeoutError::Timeout(v))),
+            None => send
+                .cancel()
+                .map_or(Ok(()), |v| Err(SendTimeoutError::Timeout(v))),
         }
     }
 
@@ -299,11 +301,17 @@ impl<T> Sender<T> {
     /// assert!(tx.send_timeout_blocking(2, Duration::from_millis(1)).unwrap_err().is_timeout());
     /// assert_eq!(rx.try_recv(), Ok(1));
     /// ```
-    pub fn send_timeout_blocking(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
+    pub fn send_timeout_blocking(
+        &self,
+        v: T,
+        timeout: Duration,
+    ) -> Result<(), SendTimeoutError<T>> {
         let mut send = self.send(v);
         match block_on_until(&mut send, Some(Instant::now() + timeout)) {
             Some(r) => r.map_err(SendTimeoutError::from),
-            None => send.cancel().map_or(Ok(()), |v| Err(SendTimeoutError::Timeout(v))),
+            None => send
+                .cancel()
+                .map_or(Ok(()), |v| Err(SendTimeoutError::Timeout(v))),
         }
     }
 

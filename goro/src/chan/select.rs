@@ -71,16 +71,21 @@
 //!
 //! Go locks every channel of a select at once, in address order, so that
 //! nobody can complete the select while it is still enqueueing. Doing that
-//! here means holding several `MutexGuard`s of different element types
-//! across the cases, which would make the case objects `!Send` (and the
-//! user's task with them) or need `unsafe`. Instead a select holds at most
-//! one channel lock at any time, so there is no lock order to keep and no
-//! deadlock to argue. The price is step 3 (crossbeam-channel's "abort and
-//! retry" when an operation becomes ready during registration): it only
-//! happens when a counterpart arrives in the microseconds between passes 1
-//! and 2. Two selects that keep registering against each other could in
-//! principle retry in lockstep, so after a few retries the select yields
-//! (wakes itself and returns `Pending`) instead of spinning.
+//! for a select that may wait means holding several `MutexGuard`s of
+//! different element types across the cases of a future that lives across
+//! `await`s, which would make the case objects `!Send` (and the user's task
+//! with them) or need `unsafe`. Instead a waiting select holds at most one
+//! channel lock at any time. The price is step 3 (crossbeam-channel's
+//! "abort and retry" when an operation becomes ready during registration):
+//! it only happens when a counterpart arrives in the microseconds between
+//! passes 1 and 2. Two selects that keep registering against each other
+//! could in principle retry in lockstep, so after a few retries the select
+//! yields (wakes itself and returns `Pending`) instead of spinning.
+//!
+//! A select with `default` is different: it must see one moment across all
+//! its channels, or it may take `default` while a case was ready all along.
+//! It is a plain function call (no `await`), so it does take every lock at
+//! once, in address order, as Go does (`try_select.rs`).
 //!
 //! Why completing during pass 2 is not attempted directly: that needs two
 //! claims at once (this select's signal and the counterpart's), and

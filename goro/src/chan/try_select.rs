@@ -12,10 +12,12 @@
 //! the lock of every channel it names, in address order (each channel once,
 //! however many cases name it), looks at the cases in its poll order while
 //! holding them all, completes the first ready one, and releases the locks.
-//! Address order is the one lock order every multi-lock in goro follows, so
-//! two selects naming the same channels in opposite orders cannot deadlock,
-//! and a plain operation holds one lock only. Wakes happen after unlocking,
-//! as everywhere in `chan`.
+//! This is the only place that holds two channel locks at once, and it
+//! always takes them in address order, so two selects naming the same
+//! channels in opposite orders cannot deadlock (every other channel
+//! operation holds one lock at a time). A due timer sends before any lock
+//! is taken, since a timer's send takes its channel's lock. Wakes happen
+//! after unlocking, as everywhere in `chan`.
 //!
 //! The blocking `select!` (`select.rs`) does not need this: it never takes a
 //! `default`, and its park pass re-checks each case under that case's lock.
