@@ -289,3 +289,15 @@ fn select_blocking_waits_on_plain_threads() {
         assert_eq!(r, "nothing ready");
     });
 }
+
+#[test]
+fn a_select_with_default_whose_body_awaits_is_send() {
+    fn check<F: std::future::Future + Send>(_: F) {}
+    let (tx, rx) = bounded::<u8>(1);
+    check(async move {
+        goro::select! {
+            recv(rx) -> _ => tx.send(1).await.unwrap(),
+            default => goro::yield_now().await,
+        }
+    });
+}

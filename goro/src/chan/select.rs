@@ -157,6 +157,19 @@ impl<R: SelectRecv + ?Sized> SelectRecv for &R {
     }
 }
 
+/// The receiver behind `recv(rx)`'s expression (macro plumbing: a wrong
+/// type is reported at the user's expression).
+#[doc(hidden)]
+pub fn recv_chan<R: SelectRecv + ?Sized>(rx: &R) -> &Receiver<R::Item> {
+    rx.receiver()
+}
+
+/// The sender behind `send(tx, v)`'s expression (macro plumbing).
+#[doc(hidden)]
+pub fn send_chan<S: SelectSend + ?Sized>(tx: &S) -> &Sender<S::Item> {
+    tx.sender()
+}
+
 /// What `send(..)` in a [`select!`](crate::select!) accepts: a [`Sender`],
 /// or a reference to one. Sealed.
 #[diagnostic::on_unimplemented(

@@ -5,11 +5,13 @@
 //! `try_select.rs`). Parsing collects the cases into
 //! `(recv (rx) (pat) (body))` / `(send (tx) (value) (pat) (body))` groups and
 //! at most one default, `(now (body))` or `(after (timeout) (body))`. Binding
-//! then makes one case object per case, in source order, each as the
-//! scrutinee of a `match`: a `match` keeps the temporaries of its scrutinee
-//! alive to its end, so `recv(make_rx())` works, and a channel expression of
-//! the wrong type is reported at that expression with the hints of
-//! [`SelectRecv`](crate::chan::select::SelectRecv).
+//! then evaluates each channel expression (and send value) in source order,
+//! each as the scrutinee of a `match`, which keeps the temporaries of its
+//! scrutinee alive to its end (so `recv(make_rx())` works). The channel
+//! goes through `recv_chan`/`send_chan`, so that one of the wrong type is
+//! reported at the user's expression with the hints of
+//! [`SelectRecv`](crate::chan::select::SelectRecv). The case objects are
+//! made last, in a block that ends before any body runs.
 //!
 //! [`Select`]: crate::chan::select::Select
 
@@ -204,40 +206,29 @@ macro_rules! __goro_select_parse {
     };
 }
 
-/// Binds one case object per case, in source order; then runs the select
-/// and the body of the case that completed (or of the default).
+/// Evaluates each case's channel (and send value) in source order, then
+/// makes the case objects, runs the select, and runs the body of the case
+/// that completed (or of the default).
+///
+/// The case objects live in an inner block that ends before any body runs:
+/// a non-blocking case holds a channel lock type (`!Send`), and a body
+/// that awaits must not find one in scope, or the task's future would not
+/// be `Send`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __goro_select_bind {
-    // A select with `default` (and no timeout) never waits: `try_select`,
-    // over cases that lock their channels together.
-    (@mode [$($m:tt)*] @todo [(recv ($r:expr) ($p:pat) ($body:expr)) $($todo:tt)*]
-     @bound [$($bound:tt)*] @default [(now $($d:tt)*)]) => {
-        match $crate::chan::try_select::TryRecvCase::new(&$r) {
-            mut case => $crate::__goro_select_bind!(@mode [$($m)*] @todo [$($todo)*]
-                @bound [$($bound)* (case ($p) ($body))] @default [(now $($d)*)]),
-        }
-    };
-    (@mode [$($m:tt)*] @todo [(send ($s:expr) ($v:expr) ($p:pat) ($body:expr)) $($todo:tt)*]
-     @bound [$($bound:tt)*] @default [(now $($d:tt)*)]) => {
-        match $crate::chan::try_select::TrySendCase::new(&$s, $v) {
-            mut case => $crate::__goro_select_bind!(@mode [$($m)*] @todo [$($todo)*]
-                @bound [$($bound)* (case ($p) ($body))] @default [(now $($d)*)]),
-        }
-    };
-    // Any other select may wait: `Select`.
     (@mode [$($m:tt)*] @todo [(recv ($r:expr) ($p:pat) ($body:expr)) $($todo:tt)*]
      @bound [$($bound:tt)*] @default [$($d:tt)*]) => {
-        match $crate::chan::select::RecvCase::new(&$r) {
-            mut case => $crate::__goro_select_bind!(@mode [$($m)*] @todo [$($todo)*]
-                @bound [$($bound)* (case ($p) ($body))] @default [$($d)*]),
+        match $crate::chan::select::recv_chan(&$r) {
+            chan => $crate::__goro_select_bind!(@mode [$($m)*] @todo [$($todo)*]
+                @bound [$($bound)* (recv chan () ($p) ($body))] @default [$($d)*]),
         }
     };
     (@mode [$($m:tt)*] @todo [(send ($s:expr) ($v:expr) ($p:pat) ($body:expr)) $($todo:tt)*]
      @bound [$($bound:tt)*] @default [$($d:tt)*]) => {
-        match $crate::chan::select::SendCase::new(&$s, $v) {
-            mut case => $crate::__goro_select_bind!(@mode [$($m)*] @todo [$($todo)*]
-                @bound [$($bound)* (case ($p) ($body))] @default [$($d)*]),
+        match ($crate::chan::select::send_chan(&$s), $v) {
+            (chan, value) => $crate::__goro_select_bind!(@mode [$($m)*] @todo [$($todo)*]
+                @bound [$($bound)* (send chan (value) ($p) ($body))] @default [$($d)*]),
         }
     };
 
@@ -263,48 +254,88 @@ macro_rules! __goro_select_bind {
         $d
     }};
 
-    // Run the select, then the winner's body.
-    (@mode [$w:ident fair] @todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+]
+    // With `default` (and no timeout) a select never waits: `try_select`,
+    // over cases that lock their channels together.
+    (@mode [$w:ident $o:ident] @todo []
+     @bound [$(($op:ident $chan:ident ($($v:ident)?) ($p:pat) ($body:expr)))+]
      @default [(now ($d:expr))]) => {{
-        $crate::chan::try_select::try_select(
-            [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
-        );
-        $crate::__goro_select_bind!(@arms [$(($case ($p) ($body)))+] [$d])
+        let ($($chan,)+) = {
+            $(let mut $chan = $crate::__goro_select_bind!(@try_case $op $chan ($($v)?));)+
+            $crate::__goro_select_bind!(@try $o [$($chan)+]);
+            ($($chan.into_result(),)+)
+        };
+        $crate::__goro_select_bind!(@run [$(($chan ($p) ($body)))+] [$d])
     }};
-    (@mode [$w:ident biased] @todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+]
-     @default [(now ($d:expr))]) => {{
-        $crate::chan::try_select::try_select_biased(
-            [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
-        );
-        $crate::__goro_select_bind!(@arms [$(($case ($p) ($body)))+] [$d])
-    }};
-    (@mode [task $o:ident] @todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+]
+    // Any other select may wait: `Select`.
+    (@mode [task $o:ident] @todo []
+     @bound [$(($op:ident $chan:ident ($($v:ident)?) ($p:pat) ($body:expr)))+]
      @default []) => {{
-        $crate::__goro_select_bind!(@new $o [$($case)+]).await;
-        $crate::__goro_select_bind!(@arms [$(($case ($p) ($body)))+]
+        let ($($chan,)+) = {
+            $(let mut $chan = $crate::__goro_select_bind!(@case $op $chan ($($v)?));)+
+            $crate::__goro_select_bind!(@new $o [$($chan)+]).await;
+            ($($chan.into_result(),)+)
+        };
+        $crate::__goro_select_bind!(@run [$(($chan ($p) ($body)))+]
             [::core::unreachable!("goro::select!: no case completed")])
     }};
-    (@mode [thread $o:ident] @todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+]
+    (@mode [thread $o:ident] @todo []
+     @bound [$(($op:ident $chan:ident ($($v:ident)?) ($p:pat) ($body:expr)))+]
      @default []) => {{
-        $crate::chan::select::block_on($crate::__goro_select_bind!(@new $o [$($case)+]));
-        $crate::__goro_select_bind!(@arms [$(($case ($p) ($body)))+]
+        let ($($chan,)+) = {
+            $(let mut $chan = $crate::__goro_select_bind!(@case $op $chan ($($v)?));)+
+            $crate::chan::select::block_on($crate::__goro_select_bind!(@new $o [$($chan)+]));
+            ($($chan.into_result(),)+)
+        };
+        $crate::__goro_select_bind!(@run [$(($chan ($p) ($body)))+]
             [::core::unreachable!("goro::select_blocking!: no case completed")])
     }};
-    (@mode [task $o:ident] @todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+]
+    (@mode [task $o:ident] @todo []
+     @bound [$(($op:ident $chan:ident ($($v:ident)?) ($p:pat) ($body:expr)))+]
      @default [(after ($t:expr) ($d:expr))]) => {{
-        // Timed out: the select is dropped, which withdraws every case.
-        let _ = $crate::time::timeout($t, $crate::__goro_select_bind!(@new $o [$($case)+])).await;
-        $crate::__goro_select_bind!(@arms [$(($case ($p) ($body)))+] [$d])
+        let ($($chan,)+) = {
+            $(let mut $chan = $crate::__goro_select_bind!(@case $op $chan ($($v)?));)+
+            // Timed out: the select is dropped, which withdraws every case.
+            let _ = $crate::time::timeout($t, $crate::__goro_select_bind!(@new $o [$($chan)+])).await;
+            ($($chan.into_result(),)+)
+        };
+        $crate::__goro_select_bind!(@run [$(($chan ($p) ($body)))+] [$d])
     }};
-    (@mode [thread $o:ident] @todo [] @bound [$(($case:ident ($p:pat) ($body:expr)))+]
+    (@mode [thread $o:ident] @todo []
+     @bound [$(($op:ident $chan:ident ($($v:ident)?) ($p:pat) ($body:expr)))+]
      @default [(after ($t:expr) ($d:expr))]) => {{
-        let _ = $crate::chan::select::block_on_timeout(
-            $crate::__goro_select_bind!(@new $o [$($case)+]),
-            $t,
-        );
-        $crate::__goro_select_bind!(@arms [$(($case ($p) ($body)))+] [$d])
+        let ($($chan,)+) = {
+            $(let mut $chan = $crate::__goro_select_bind!(@case $op $chan ($($v)?));)+
+            let _ = $crate::chan::select::block_on_timeout(
+                $crate::__goro_select_bind!(@new $o [$($chan)+]),
+                $t,
+            );
+            ($($chan.into_result(),)+)
+        };
+        $crate::__goro_select_bind!(@run [$(($chan ($p) ($body)))+] [$d])
     }};
 
+    (@try_case recv $chan:ident ()) => {
+        $crate::chan::try_select::TryRecvCase::new($chan)
+    };
+    (@try_case send $chan:ident ($v:ident)) => {
+        $crate::chan::try_select::TrySendCase::new($chan, $v)
+    };
+    (@case recv $chan:ident ()) => {
+        $crate::chan::select::RecvCase::new($chan)
+    };
+    (@case send $chan:ident ($v:ident)) => {
+        $crate::chan::select::SendCase::new($chan, $v)
+    };
+    (@try fair [$($case:ident)+]) => {
+        $crate::chan::try_select::try_select(
+            [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
+        )
+    };
+    (@try biased [$($case:ident)+]) => {
+        $crate::chan::try_select::try_select_biased(
+            [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
+        )
+    };
     (@new fair [$($case:ident)+]) => {
         $crate::chan::select::Select::new([$(&mut $case as &mut dyn $crate::chan::select::Case),+])
     };
@@ -312,14 +343,9 @@ macro_rules! __goro_select_bind {
         $crate::chan::select::Select::biased([$(&mut $case as &mut dyn $crate::chan::select::Case),+])
     };
 
-    // Consume the cases (ending their borrows of the channels' cases)
-    // before running a body, then run the body of the one with a result.
-    (@arms [$(($case:ident ($p:pat) ($body:expr)))+] [$fallback:expr]) => {{
-        $(let $case = $case.into_result();)+
-        $crate::__goro_select_bind!(@run [$(($case ($p) ($body)))+] [$fallback])
-    }};
-    (@run [($case:ident ($p:pat) ($body:expr)) $($rest:tt)*] [$fallback:expr]) => {
-        match $case {
+    // Run the body of the case with a result, else the fallback.
+    (@run [($res:ident ($p:pat) ($body:expr)) $($rest:tt)*] [$fallback:expr]) => {
+        match $res {
             ::core::option::Option::Some($p) => $body,
             ::core::option::Option::None => $crate::__goro_select_bind!(@run [$($rest)*] [$fallback]),
         }
