@@ -146,7 +146,7 @@ enum Cmd {
 }
 
 const COMPARE_HELP: &str = "\
-By default compare runs about 25 rows, a few of each group (sched, chan, time,
+By default compare runs 27 rows, a few of each group (sched, chan, time,
 pool, net), 7 runs each, in about a minute on 2 cores with the Go twins;
 --full runs every workload at normal op counts, --quick every workload at
 the small op counts with 3 runs. Under the table: a legend (what ratio, ±

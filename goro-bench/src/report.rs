@@ -311,7 +311,7 @@ pub fn svg(path: &std::path::Path, rows: &[RowResult]) -> Result<(), String> {
     // The y axis runs downwards: row 0 at the top.
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            "goro ÷ peer, median ns/op (log scale): left of 1.0 goro is faster",
+            "goro ÷ peer, median ns/op (c: CPU ns/op), log scale: left of 1.0 goro is faster",
             ("sans-serif", 15),
         )
         .margin(8)
