@@ -435,7 +435,12 @@ fn suite(
         })
         .collect();
     let ui = Ui::new(rows.len() as u64 * harness::steps(contenders.len(), &opts));
-    let table = report::Table::new(impls.to_vec());
+    let longest = rows
+        .iter()
+        .map(|(w, _, q)| w.name.chars().count() + if *q && !opts.quick { 4 } else { 0 })
+        .max()
+        .unwrap_or(0);
+    let table = report::Table::new(impls.to_vec(), longest);
     let t0 = Instant::now();
     let n_quick = rows.iter().filter(|r| r.2).count();
     ui.out(&format!(

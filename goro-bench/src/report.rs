@@ -56,15 +56,21 @@ pub fn extra_value(key: &str, v: f64) -> String {
 /// The streamed table: a header, then a line (or a few) per row.
 pub struct Table {
     impls: Vec<&'static str>,
+    /// Width of the workload column: the longest name printed.
+    name_w: usize,
 }
 
-const NAME_W: usize = 24;
+const NAME_W: usize = 20;
 const COL_W: usize = 13;
 
 impl Table {
-    /// A table over these implementations, in this order.
-    pub fn new(impls: Vec<&'static str>) -> Table {
-        Table { impls }
+    /// A table over these implementations, in this order, whose longest
+    /// workload cell (name and any ` (q)`) is `longest` characters.
+    pub fn new(impls: Vec<&'static str>, longest: usize) -> Table {
+        Table {
+            impls,
+            name_w: longest.max(NAME_W),
+        }
     }
 
     fn has(&self, i: &str) -> bool {
@@ -81,7 +87,8 @@ impl Table {
 
     /// The header lines.
     pub fn header(&self) -> String {
-        let mut s = format!("{:<NAME_W$} {:>5}", "workload", "procs");
+        let w = self.name_w;
+        let mut s = format!("{:<w$} {:>5}", "workload", "procs");
         for i in &self.impls {
             s += &format!(" {:>COL_W$}", format!("{i} ns/op"));
         }
@@ -110,7 +117,8 @@ impl Table {
         } else {
             w.name.clone()
         };
-        let mut s = format!("{name:<NAME_W$} {procs:>5}");
+        let nw = self.name_w;
+        let mut s = format!("{name:<nw$} {procs:>5}");
         for i in &self.impls {
             let cell = match get(i) {
                 Some(m) if !m.samples.is_empty() => {
@@ -156,7 +164,7 @@ impl Table {
                 })
                 .collect();
             if !vals.is_empty() {
-                lines.push(format!("{:<NAME_W$}   {key}: {}", "", vals.join(", ")));
+                lines.push(format!("{:<nw$}   {key}: {}", "", vals.join(", ")));
                 shown.push(*key);
             }
         }
