@@ -424,6 +424,30 @@ mod tests {
     }
 
     #[test]
+    fn caveats() {
+        assert_eq!(basis("sleep_1000"), Basis::Cpu);
+        assert_eq!(basis("simultaneous_after_func_1000"), Basis::Cpu);
+        assert_eq!(basis("ring/n=100"), Basis::Wall);
+        assert!(stackless("ring/n=10000") && !stackless("ring/n=100"));
+        assert!(not_comparable_go("pool_cycle/n=1000").is_some());
+        assert!(not_comparable_go("pool_expensive_new").is_some());
+        assert!(not_comparable_go("pool").is_none());
+    }
+
+    #[test]
+    fn excluded_rows_stay_out_of_the_go_mean() {
+        let mut x = row("pool", "go", 0.01, false);
+        x.ratios[0].excluded = true;
+        let rows = vec![row("pool", "go", 0.5, false), x];
+        let s = summary(&rows, &["go"]).join("\n");
+        assert!(s.contains("0.50 (1)"), "{s}");
+        assert!(
+            s.contains("not comparable (x): pool_w p1 vs go 0.01"),
+            "{s}"
+        );
+    }
+
+    #[test]
     fn geomean_of_inverse_pairs_is_one() {
         assert!((geomean(&[0.5, 2.0]) - 1.0).abs() < 1e-12);
         assert!(geomean(&[]).is_nan());
