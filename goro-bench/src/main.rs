@@ -4,7 +4,7 @@
 //! ```text
 //! goro-bench list
 //! goro-bench run <workload|group>[,...] [--procs 1,2,4] [--impl goro,tokio,go] [--runs N] [--quick] [--json FILE]
-//! goro-bench compare [--quick] [--json FILE] [--svg FILE] [--procs ...]
+//! goro-bench compare [--full | --quick] [--json FILE] [--svg FILE | --no-svg] [--procs ...]
 //! goro-bench ab <seed|all> [--procs ...] [--runs N] [--quick]
 //! ```
 //!
@@ -13,9 +13,11 @@
 //! `harness.rs` (interleaved, guarded runs), `gobench.rs` (the Go column),
 //! `load.rs` (oversub's second copy), `netload.rs` (the net group's load
 //! generator, one for every server), `stats.rs` (medians, Mann-Whitney),
-//! `report.rs` (table, JSON, SVG), `ab.rs` (the seeds' A/B).
+//! `report.rs` (table, JSON, SVG), `compare.rs` (compare's default rows,
+//! the ratio caveats, legend and summary), `ab.rs` (the seeds' A/B).
 
 mod ab;
+mod compare;
 mod gobench;
 mod harness;
 mod load;
@@ -55,10 +57,11 @@ struct Common {
     /// Procs (goro Ps, tokio workers, GOMAXPROCS), comma-separated [default: 1,2, plus 4 on 4+ cores]
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=4096))]
     procs: Option<Vec<u32>>,
-    /// Measured runs per implementation [default: 5; 3 with --quick]
+    /// Measured runs per implementation [default: 5; default compare 7; 3 with --quick]
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: Option<u32>,
-    /// Smaller op counts (and 3 runs): the whole suite in under 3 minutes
+    /// Smaller op counts (and 3 runs); `compare --quick` runs every
+    /// workload so (about 2 minutes on 2 cores: CI's smoke test)
     #[arg(long)]
     quick: bool,
     /// Deadline of one run in seconds; a run past it is reported and abandoned.
@@ -90,11 +93,18 @@ enum Cmd {
         #[command(flatten)]
         common: Common,
     },
-    /// The whole suite on goro, tokio and Go: the ratio table
+    /// goro against tokio and Go on a representative row set: table, legend, summary, chart
+    #[command(after_help = COMPARE_HELP)]
     Compare {
-        /// Draw the goro/go and goro/tokio ratios as a bar chart into FILE (SVG)
-        #[arg(long, value_name = "FILE")]
+        /// Every workload (about 11 minutes on 2 cores) instead of the default set
+        #[arg(long, conflicts_with = "quick")]
+        full: bool,
+        /// Write the chart (SVG) to FILE [default: target/goro-bench/compare.svg]
+        #[arg(long, value_name = "FILE", conflicts_with = "no_svg")]
         svg: Option<PathBuf>,
+        /// Draw no chart
+        #[arg(long)]
+        no_svg: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -134,6 +144,18 @@ enum Cmd {
         quick: bool,
     },
 }
+
+const COMPARE_HELP: &str = "\
+By default compare runs 27 rows, a few of each group (sched, chan, time,
+pool, net), 7 runs each, in about a minute on 2 cores with the Go twins;
+--full runs every workload at normal op counts, --quick every workload at
+the small op counts with 3 runs. Under the table: a legend (what ratio, ±
+and each extra metric mean), a summary (geometric means of goro ÷ tokio and
+goro ÷ Go per group, the rows where goro loses) and the path of the chart.
+
+Exit status: 1 when a goro run panics, times out or fails its own check; a
+tokio or Go failure (or no go toolchain) is a warning and leaves its column
+empty. Details: goro-bench/README.md";
 
 fn default_procs() -> Vec<usize> {
     let cores = std::thread::available_parallelism()
@@ -182,9 +204,44 @@ fn main() {
                     names.push(n);
                 }
             }
-            suite(&workloads, &names, &common, None)
+            let reg = registry::all();
+            match plan_spec(&reg, &workloads, &common) {
+                Ok(rows) => suite(rows, &names, &common, None, 5),
+                Err(e) => {
+                    eprintln!("goro-bench: {e}");
+                    2
+                }
+            }
         }
-        Cmd::Compare { svg, common } => suite("all", &["goro", "tokio", "go"], &common, svg),
+        Cmd::Compare {
+            full,
+            svg,
+            no_svg,
+            common,
+        } => {
+            let reg = registry::all();
+            let rows = if full || common.quick {
+                plan_spec(&reg, "all", &common)
+            } else {
+                plan_default(&reg, &common)
+            };
+            let chart = (!no_svg).then(|| svg.unwrap_or_else(default_svg));
+            match rows {
+                // The default set's rows are short (quick op counts):
+                // 7 runs for a stable median, still about a minute.
+                Ok(rows) => suite(
+                    rows,
+                    &["goro", "tokio", "go"],
+                    &common,
+                    chart,
+                    if full { 5 } else { 7 },
+                ),
+                Err(e) => {
+                    eprintln!("goro-bench: {e}");
+                    2
+                }
+            }
+        }
         Cmd::Ab {
             seed,
             old,
@@ -280,22 +337,78 @@ fn list() -> i32 {
     0
 }
 
-/// `run` and `compare`: rows of workload × procs with the chosen impls.
-fn suite(spec: &str, impls: &[&'static str], common: &Common, svg: Option<PathBuf>) -> i32 {
-    let reg = registry::all();
-    let ws = match registry::select(&reg, spec) {
-        Ok(ws) => ws,
-        Err(e) => {
-            eprintln!("goro-bench: {e}");
-            return 2;
-        }
-    };
-    let opts = opts(common, 5, 3);
-    let procs: Vec<usize> = common
+/// One planned row: a workload at a procs, with the quick op counts or not.
+type Row<'a> = (&'a registry::Workload, usize, bool);
+
+fn procs_of(common: &Common) -> Option<Vec<usize>> {
+    common
         .procs
         .as_ref()
         .map(|v| v.iter().map(|&p| p as usize).collect())
-        .unwrap_or_else(default_procs);
+}
+
+/// The rows of a `run` selector (or `compare --full`/`--quick`: `all`).
+fn plan_spec<'a>(
+    reg: &'a [registry::Workload],
+    spec: &str,
+    common: &Common,
+) -> Result<Vec<Row<'a>>, String> {
+    let ws = registry::select(reg, spec)?;
+    let procs = procs_of(common).unwrap_or_else(default_procs);
+    Ok(ws
+        .into_iter()
+        .flat_map(|w| {
+            harness::procs_for(w, &procs)
+                .into_iter()
+                .map(move |p| (w, p, common.quick))
+        })
+        .collect())
+}
+
+/// The default compare's rows ([`compare::DEFAULT`]); `--procs` replaces
+/// each row's procs.
+fn plan_default<'a>(
+    reg: &'a [registry::Workload],
+    common: &Common,
+) -> Result<Vec<Row<'a>>, String> {
+    let procs = procs_of(common);
+    let mut rows = Vec::new();
+    for p in compare::DEFAULT {
+        let w = reg
+            .iter()
+            .find(|w| w.name == p.name)
+            .ok_or_else(|| format!("the default set names an unknown workload {}", p.name))?;
+        let ps = match (&procs, w.fixed_procs) {
+            (_, Some(f)) => vec![f],
+            (Some(v), None) => v.clone(),
+            (None, None) => p.procs.to_vec(),
+        };
+        rows.extend(ps.into_iter().map(|n| (w, n, p.quick || common.quick)));
+    }
+    Ok(rows)
+}
+
+/// The chart's default path: `target/goro-bench/compare.svg` of the
+/// workspace the binary was built in (found from the binary's own path,
+/// `target/<profile>/goro-bench`), else under `./target`.
+fn default_svg() -> PathBuf {
+    let target = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent()?.parent().map(|p| p.to_path_buf()))
+        .filter(|t| t.file_name().is_some_and(|n| n == "target") || t.join("CACHEDIR.TAG").exists())
+        .unwrap_or_else(|| PathBuf::from("target"));
+    target.join("goro-bench").join("compare.svg")
+}
+
+/// `run` and `compare`: the planned rows with the chosen impls.
+fn suite(
+    rows: Vec<Row<'_>>,
+    impls: &[&'static str],
+    common: &Common,
+    svg: Option<PathBuf>,
+    default_runs: usize,
+) -> i32 {
+    let opts = opts(common, default_runs, 3);
     let go = if impls.contains(&"go") {
         let g = GoBench::prepare();
         if let Some(n) = &g.note {
@@ -321,51 +434,66 @@ fn suite(spec: &str, impls: &[&'static str], common: &Common, svg: Option<PathBu
             policy_spec: String::new(),
         })
         .collect();
-    let rows: Vec<(&registry::Workload, usize)> = ws
-        .iter()
-        .flat_map(|w| {
-            harness::procs_for(w, &procs)
-                .into_iter()
-                .map(move |p| (*w, p))
-        })
-        .collect();
     let ui = Ui::new(rows.len() as u64 * harness::steps(contenders.len(), &opts));
-    let table = report::Table::new(impls.to_vec());
+    let longest = rows
+        .iter()
+        .map(|(w, _, q)| w.name.chars().count() + if *q && !opts.quick { 4 } else { 0 })
+        .max()
+        .unwrap_or(0);
+    let table = report::Table::new(impls.to_vec(), longest);
     let t0 = Instant::now();
+    let n_quick = rows.iter().filter(|r| r.2).count();
     ui.out(&format!(
         "goro-bench: {} rows, {} runs each{}, interleaved {}",
         rows.len(),
         opts.runs,
-        if opts.quick { ", quick op counts" } else { "" },
+        if opts.quick {
+            ", quick op counts".to_string()
+        } else if n_quick > 0 {
+            format!(", {n_quick} of them (q) with --quick's op counts")
+        } else {
+            String::new()
+        },
         impls.join(" ")
     ));
     ui.out(&table.header());
     let mut all: Vec<Measurement> = Vec::new();
-    let mut ratio_rows: Vec<report::RatioRow> = Vec::new();
-    for (w, p) in rows {
-        let ms = harness::measure_row(w, p, &contenders, &opts, &go, &ui);
-        for l in table.row(w, p, &ms) {
+    let mut results: Vec<compare::RowResult> = Vec::new();
+    let mut extras: Vec<(String, &'static str)> = Vec::new();
+    for (w, p, quick) in rows {
+        let row_opts = Opts {
+            quick,
+            ..opts.clone()
+        };
+        let ms = harness::measure_row(w, p, &contenders, &row_opts, &go, &ui);
+        let (lines, shown) = table.row(w, p, &ms, quick && !opts.quick);
+        for l in lines {
             ui.out(&l);
         }
-        let med = |i: &str| {
-            ms.iter()
-                .find(|m| m.impl_name == i)
-                .and_then(Measurement::ns_per_op)
-        };
-        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-            _ => None,
-        };
-        ratio_rows.push(report::RatioRow {
-            label: format!("{} p{p}", w.name),
-            goro_go: ratio(med("goro"), med("go")),
-            goro_tokio: ratio(med("goro"), med("tokio")),
+        extras.extend(shown.into_iter().map(|k| (w.name.clone(), k)));
+        results.push(compare::RowResult {
+            name: w.name.clone(),
+            group: w.group,
+            procs: p,
+            ratios: table
+                .peers()
+                .into_iter()
+                .filter_map(|peer| compare::ratio(w, &ms, peer))
+                .collect(),
         });
         all.extend(ms);
     }
     ui.finish();
     for n in report::notes(&all, go.note.as_deref()) {
         println!("{n}");
+    }
+    println!();
+    for l in compare::legend(&results, &extras, opts.runs, n_quick > 0 && !opts.quick) {
+        println!("{l}");
+    }
+    println!();
+    for l in compare::summary(&results, &table.peers()) {
+        println!("{l}");
     }
     println!("took {:.1}s", t0.elapsed().as_secs_f64());
     // A failed run (panic, timeout, a failing Go child) was reported on its
@@ -391,8 +519,8 @@ fn suite(spec: &str, impls: &[&'static str], common: &Common, svg: Option<PathBu
         }
     }
     if let Some(path) = &svg {
-        match report::svg(path, &ratio_rows) {
-            Ok(()) => println!("wrote {}", path.display()),
+        match report::svg(path, &results) {
+            Ok(()) => println!("chart: {}", path.display()),
             Err(e) => {
                 eprintln!("goro-bench: svg: {e}");
                 code = 1;

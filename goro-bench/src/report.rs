@@ -1,5 +1,6 @@
 //! The ratio table of `run`/`compare`, its JSON, and the SVG chart.
 
+use crate::compare::{Ratio, RowResult};
 use crate::harness::Measurement;
 use crate::registry::Workload;
 use serde_json::{json, Map, Value};
@@ -55,36 +56,44 @@ pub fn extra_value(key: &str, v: f64) -> String {
 /// The streamed table: a header, then a line (or a few) per row.
 pub struct Table {
     impls: Vec<&'static str>,
+    /// Width of the workload column: the longest name printed.
+    name_w: usize,
 }
 
-const NAME_W: usize = 22;
-const COL_W: usize = 15;
+const NAME_W: usize = 20;
+const COL_W: usize = 13;
 
 impl Table {
-    /// A table over these implementations, in this order.
-    pub fn new(impls: Vec<&'static str>) -> Table {
-        Table { impls }
+    /// A table over these implementations, in this order, whose longest
+    /// workload cell (name and any ` (q)`) is `longest` characters.
+    pub fn new(impls: Vec<&'static str>, longest: usize) -> Table {
+        Table {
+            impls,
+            name_w: longest.max(NAME_W),
+        }
     }
 
     fn has(&self, i: &str) -> bool {
         self.impls.contains(&i)
     }
 
-    fn ratios(&self) -> Vec<(&'static str, &'static str)> {
-        [("goro", "go"), ("goro", "tokio")]
+    /// The peers goro is divided by, in column order.
+    pub fn peers(&self) -> Vec<&'static str> {
+        ["go", "tokio"]
             .into_iter()
-            .filter(|(a, b)| self.has(a) && self.has(b))
+            .filter(|p| self.has("goro") && self.has(p))
             .collect()
     }
 
     /// The header lines.
     pub fn header(&self) -> String {
-        let mut s = format!("{:<NAME_W$} {:>5}", "workload", "procs");
+        let w = self.name_w;
+        let mut s = format!("{:<w$} {:>5}", "workload", "procs");
         for i in &self.impls {
             s += &format!(" {:>COL_W$}", format!("{i} ns/op"));
         }
-        for (a, b) in self.ratios() {
-            s += &format!(" {:>10}", format!("{a}/{b}"));
+        for p in self.peers() {
+            s += &format!(" {:>10}", format!("goro/{p}"));
         }
         s += &format!("   cpu ns/op ({})", self.impls.join(" / "));
         let rule = "-".repeat(s.chars().count());
@@ -92,11 +101,24 @@ impl Table {
     }
 
     /// The row line for `ms` (one measurement per implementation), plus one
-    /// line per extra the workload shows.
-    pub fn row(&self, w: &Workload, procs: usize, ms: &[Measurement]) -> Vec<String> {
+    /// line per extra the workload shows; `quick` marks a row run with the
+    /// quick op counts in a run that is not `--quick`. Returns the lines and
+    /// the extras printed.
+    pub fn row(
+        &self,
+        w: &Workload,
+        procs: usize,
+        ms: &[Measurement],
+        quick: bool,
+    ) -> (Vec<String>, Vec<&'static str>) {
         let get = |i: &str| ms.iter().find(|m| m.impl_name == i);
-        let med = |i: &str| get(i).and_then(Measurement::ns_per_op);
-        let mut s = format!("{:<NAME_W$} {:>5}", w.name, procs);
+        let name = if quick {
+            format!("{} (q)", w.name)
+        } else {
+            w.name.clone()
+        };
+        let nw = self.name_w;
+        let mut s = format!("{name:<nw$} {procs:>5}");
         for i in &self.impls {
             let cell = match get(i) {
                 Some(m) if !m.samples.is_empty() => {
@@ -112,11 +134,10 @@ impl Table {
             };
             s += &format!(" {cell:>COL_W$}");
         }
-        for (a, b) in self.ratios() {
-            let cell = match (med(a), med(b)) {
-                (Some(x), Some(y)) if y > 0.0 => format!("{:.2}", x / y),
-                _ => "-".into(),
-            };
+        for p in self.peers() {
+            let cell = crate::compare::ratio(w, ms, p)
+                .map(|r| r.cell())
+                .unwrap_or_else(|| "-".into());
             s += &format!(" {cell:>10}");
         }
         let cpu: Vec<String> = self
@@ -131,6 +152,7 @@ impl Table {
             .collect();
         s += &format!("   {}", cpu.join(" / "));
         let mut lines = vec![s];
+        let mut shown = Vec::new();
         for key in w.show {
             let vals: Vec<String> = self
                 .impls
@@ -142,10 +164,11 @@ impl Table {
                 })
                 .collect();
             if !vals.is_empty() {
-                lines.push(format!("{:<NAME_W$}   {key}: {}", "", vals.join(", ")));
+                lines.push(format!("{:<nw$}   {key}: {}", "", vals.join(", ")));
+                shown.push(*key);
             }
         }
-        lines
+        (lines, shown)
     }
 }
 
@@ -251,49 +274,58 @@ pub fn write_json(path: &std::path::Path, v: &Value) -> Result<(), String> {
     std::fs::write(path, s + "\n").map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
-/// One bar group of the chart.
-pub struct RatioRow {
-    /// `ring/n=100 p2`.
-    pub label: String,
-    /// goro ns/op / go ns/op.
-    pub goro_go: Option<f64>,
-    /// goro ns/op / tokio ns/op.
-    pub goro_tokio: Option<f64>,
-}
-
-/// Draws the two ratios per row as horizontal bars from 1.0 on a log axis.
-pub fn svg(path: &std::path::Path, rows: &[RatioRow]) -> Result<(), String> {
+/// Draws goro ÷ each peer per row as horizontal bars from 1.0 on a log
+/// axis: one bar per ratio that exists (a row without a tokio column has
+/// only its go bar), rows packed top to bottom, each bar labelled with its
+/// value and marks.
+pub fn svg(path: &std::path::Path, rows: &[RowResult]) -> Result<(), String> {
     use plotters::prelude::*;
-    let rows: Vec<&RatioRow> = rows
-        .iter()
-        .filter(|r| r.goro_go.is_some() || r.goro_tokio.is_some())
-        .collect();
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let rows: Vec<&RowResult> = rows.iter().filter(|r| !r.ratios.is_empty()).collect();
     if rows.is_empty() {
         return Err("no row has a ratio to draw".into());
     }
-    let n = rows.len();
-    let vals: Vec<f64> = rows
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    }
+    // Slots from the top: one unit per bar, GAP between rows, TOP for the
+    // legend box.
+    const GAP: f64 = 0.35;
+    const TOP: f64 = 2.6;
+    let mut bars: Vec<(f64, &Ratio)> = Vec::new();
+    let mut labels: Vec<(f64, String)> = Vec::new();
+    let mut y = TOP;
+    for r in &rows {
+        let start = y;
+        for x in &r.ratios {
+            bars.push((y, x));
+            y += 1.0;
+        }
+        labels.push(((start + y) / 2.0, r.label()));
+        y += GAP;
+    }
+    let total = y;
+    let vals: Vec<f64> = bars
         .iter()
-        .flat_map(|r| [r.goro_go, r.goro_tokio])
-        .flatten()
+        .map(|(_, r)| r.value)
         .filter(|v| *v > 0.0)
         .collect();
-    let lo = vals.iter().copied().fold(1.0f64, f64::min) / 1.5;
-    let hi = vals.iter().copied().fold(1.0f64, f64::max) * 1.5;
-    let height = 190 + 26 * n as u32;
-    let root = SVGBackend::new(path, (1100, height)).into_drawing_area();
+    let lo = vals.iter().copied().fold(1.0f64, f64::min) / 1.6;
+    let hi = vals.iter().copied().fold(1.0f64, f64::max) * 1.6;
+    let height = (70.0 + 15.0 * total).round() as u32;
+    let root = SVGBackend::new(path, (960, height)).into_drawing_area();
     let err = |e: &dyn std::fmt::Debug| format!("drawing {}: {e:?}", path.display());
     root.fill(&WHITE).map_err(|e| err(&e))?;
-    let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
+    // The y axis runs downwards: row 0 at the top.
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            "goro ns/op ÷ go and ÷ tokio (log scale; the 1.0 line is parity, left of it goro is faster)",
-            ("sans-serif", 16),
+            "goro ÷ peer, median ns/op (c: CPU ns/op), log scale: left of 1.0 goro is faster",
+            ("sans-serif", 15),
         )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(230)
-        .build_cartesian_2d((lo..hi).log_scale(), 0f64..n as f64 + 2.0) // the top band holds the legend
+        .margin(8)
+        .x_label_area_size(30)
+        .y_label_area_size(190)
+        .build_cartesian_2d((lo..hi).log_scale(), total..0f64)
         .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
@@ -301,64 +333,89 @@ pub fn svg(path: &std::path::Path, rows: &[RatioRow]) -> Result<(), String> {
         .y_labels(0)
         .y_label_formatter(&|_| String::new())
         .x_label_formatter(&|x| format!("{x:.2}"))
-        .x_desc("ratio of ns/op")
         .draw()
         .map_err(|e| err(&e))?;
-    // Row labels, drawn on the root area at the rows' pixel positions
-    // (plotters' key points would not line up with the bar pairs).
-    for (i, label) in labels.iter().enumerate() {
-        let (px, py) = chart.backend_coord(&(lo, (n - 1 - i) as f64 + 0.5));
-        let style = ("sans-serif", 12).into_font().color(&BLACK).pos(
-            plotters::style::text_anchor::Pos::new(
-                plotters::style::text_anchor::HPos::Right,
-                plotters::style::text_anchor::VPos::Center,
-            ),
-        );
+    for (yc, label) in &labels {
+        let (px, py) = chart.backend_coord(&(lo, *yc));
+        let style = ("sans-serif", 12)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Right, VPos::Center));
         root.draw(&Text::new(label.clone(), (px - 6, py), style))
             .map_err(|e| err(&e))?;
     }
-    let bar = |i: usize, v: f64, upper: bool| {
-        let y0 = (n - 1 - i) as f64;
-        let (a, b) = if upper {
-            (y0 + 0.52, y0 + 0.9)
-        } else {
-            (y0 + 0.1, y0 + 0.48)
-        };
-        [(v.min(1.0), a), (v.max(1.0), b)]
-    };
     let blue = RGBColor(31, 119, 180);
     let orange = RGBColor(255, 127, 14);
+    let color = |peer: &str| if peer == "go" { blue } else { orange };
     chart
-        .draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
-            r.goro_go
-                .map(|v| Rectangle::new(bar(i, v, true), blue.filled()))
+        .draw_series(bars.iter().map(|(y, r)| {
+            let c = color(r.peer);
+            let style = if r.excluded {
+                c.mix(0.35).filled()
+            } else {
+                c.filled()
+            };
+            Rectangle::new(
+                [(r.value.min(1.0), y + 0.12), (r.value.max(1.0), y + 0.88)],
+                style,
+            )
         }))
-        .map_err(|e| err(&e))?
-        .label("goro / go")
-        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], blue.filled()));
+        .map_err(|e| err(&e))?;
     chart
-        .draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
-            r.goro_tokio
-                .map(|v| Rectangle::new(bar(i, v, false), orange.filled()))
+        .draw_series(bars.iter().map(|(y, r)| {
+            let right = r.value >= 1.0;
+            let anchor = if right { HPos::Left } else { HPos::Right };
+            let style = ("sans-serif", 11)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(anchor, VPos::Center));
+            let x = if right {
+                r.value * 1.02
+            } else {
+                r.value / 1.02
+            };
+            Text::new(r.cell(), (x, y + 0.5), style)
         }))
-        .map_err(|e| err(&e))?
-        .label("goro / tokio")
-        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], orange.filled()));
+        .map_err(|e| err(&e))?;
     chart
         .draw_series(LineSeries::new(
-            [(1.0, 0.0), (1.0, n as f64)],
-            BLACK.stroke_width(2),
+            [(1.0, TOP - 0.2), (1.0, total)],
+            BLACK.stroke_width(1),
         ))
-        .map_err(|e| err(&e))?
-        .label("1.0 = parity")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 12, y)], BLACK.stroke_width(2)));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
         .map_err(|e| err(&e))?;
+    // The key, in the top band.
+    let key: Vec<(String, RGBColor)> = {
+        let mut k = Vec::new();
+        for (peer, c) in [("go", blue), ("tokio", orange)] {
+            if bars.iter().any(|(_, r)| r.peer == peer) {
+                k.push((format!("goro / {peer}"), c));
+            }
+        }
+        k
+    };
+    let (kx, ky) = chart.backend_coord(&(lo, 0.9));
+    let mut x = kx + 8;
+    for (text, c) in key {
+        root.draw(&Rectangle::new([(x, ky - 5), (x + 12, ky + 5)], c.filled()))
+            .map_err(|e| err(&e))?;
+        let style = ("sans-serif", 12)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        root.draw(&Text::new(text, (x + 16, ky), style))
+            .map_err(|e| err(&e))?;
+        x += 110;
+    }
+    let style = ("sans-serif", 11)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    root.draw(&Text::new(
+        "marks: c = CPU ns/op, s = win partly from stackless tasks, x = not comparable (pale)",
+        (x + 10, ky),
+        style,
+    ))
+    .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }

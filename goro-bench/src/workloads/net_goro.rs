@@ -1,7 +1,7 @@
 //! goro's column of the net group (`net.rs` has the shapes, the load and
 //! the tokio column; `bench/go/net.go` the Go servers).
 //!
-//! Written against goro::net's API (DESIGN §6): `TcpListener::bind(addr)
+//! Written against the API of goro::net (goro/src/net): `TcpListener::bind(addr)
 //! .await`, `listener.accept().await -> (TcpStream, SocketAddr)`,
 //! `stream.read(&mut buf).await`, `stream.write_all(&buf).await`,
 //! `stream.set_read_deadline(Some(t))` / `set_write_deadline(Some(t))`
