@@ -158,7 +158,7 @@ impl<R: SelectRecv + ?Sized> SelectRecv for &R {
 }
 
 /// The receiver behind `recv(rx)`'s expression (macro plumbing: a wrong
-/// type is reported at the user's expression).
+/// type gets [`SelectRecv`]'s hints).
 #[doc(hidden)]
 pub fn recv_chan<R: SelectRecv + ?Sized>(rx: &R) -> &Receiver<R::Item> {
     rx.receiver()

@@ -8,8 +8,8 @@
 //! then evaluates each channel expression (and send value) in source order,
 //! each as the scrutinee of a `match`, which keeps the temporaries of its
 //! scrutinee alive to its end (so `recv(make_rx())` works). The channel
-//! goes through `recv_chan`/`send_chan`, so that one of the wrong type is
-//! reported at the user's expression with the hints of
+//! goes through `recv_chan`/`send_chan`, so that one of the wrong type gets
+//! an error that names its type, with the hints of
 //! [`SelectRecv`](crate::chan::select::SelectRecv). The case objects are
 //! made last, in a block that ends before any body runs.
 //!
