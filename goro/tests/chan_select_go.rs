@@ -168,99 +168,84 @@ fn race_on_ps(close_c2: bool, widened: bool) -> usize {
     })
 }
 
-#[test]
-fn nonblock_select_race_on_two_threads() {
+/// Runs one race (`race_on_threads` or `race_on_ps`) alone and fails if
+/// any trial took `default`.
+fn check_race(what: &str, race: fn(bool, bool) -> usize, close_c2: bool, widened: bool) {
     let _one = ONE_RACE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let wrong = within(LIMIT, "TestNonblockSelectRace on threads", || {
-        race_on_threads(false, false)
-    });
+    let wrong = within(LIMIT, what, move || race(close_c2, widened));
     assert_eq!(
         wrong, 0,
-        "{wrong} of {RACE_TRIALS} selects took `default` although a channel was ready"
+        "{what}: {wrong} of {RACE_TRIALS} selects took `default` although a channel was ready"
+    );
+}
+
+#[test]
+fn nonblock_select_race_on_two_threads() {
+    check_race(
+        "TestNonblockSelectRace on threads",
+        race_on_threads,
+        false,
+        false,
     );
 }
 
 #[test]
 fn nonblock_select_race_widened_on_two_threads() {
-    let _one = ONE_RACE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let wrong = within(LIMIT, "TestNonblockSelectRace widened on threads", || {
-        race_on_threads(false, true)
-    });
-    assert_eq!(
-        wrong, 0,
-        "{wrong} of {RACE_TRIALS} selects took `default` although a channel was ready"
+    check_race(
+        "TestNonblockSelectRace widened on threads",
+        race_on_threads,
+        false,
+        true,
     );
 }
 
 #[test]
 fn nonblock_select_race_on_two_ps() {
-    let _one = ONE_RACE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let wrong = within(LIMIT, "TestNonblockSelectRace on 2 Ps", || {
-        race_on_ps(false, false)
-    });
-    assert_eq!(
-        wrong, 0,
-        "{wrong} of {RACE_TRIALS} selects took `default` although a channel was ready"
-    );
+    check_race("TestNonblockSelectRace on 2 Ps", race_on_ps, false, false);
 }
 
 #[test]
 fn nonblock_select_race_widened_on_two_ps() {
-    let _one = ONE_RACE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let wrong = within(LIMIT, "TestNonblockSelectRace widened on 2 Ps", || {
-        race_on_ps(false, true)
-    });
-    assert_eq!(
-        wrong, 0,
-        "{wrong} of {RACE_TRIALS} selects took `default` although a channel was ready"
+    check_race(
+        "TestNonblockSelectRace widened on 2 Ps",
+        race_on_ps,
+        false,
+        true,
     );
 }
 
 #[test]
 fn nonblock_select_race2_on_two_threads() {
-    let _one = ONE_RACE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let wrong = within(LIMIT, "TestNonblockSelectRace2 on threads", || {
-        race_on_threads(true, false)
-    });
-    assert_eq!(
-        wrong, 0,
-        "{wrong} of {RACE_TRIALS} selects took `default` although a channel was ready"
+    check_race(
+        "TestNonblockSelectRace2 on threads",
+        race_on_threads,
+        true,
+        false,
     );
 }
 
 #[test]
 fn nonblock_select_race2_widened_on_two_threads() {
-    let _one = ONE_RACE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let wrong = within(LIMIT, "TestNonblockSelectRace2 widened on threads", || {
-        race_on_threads(true, true)
-    });
-    assert_eq!(
-        wrong, 0,
-        "{wrong} of {RACE_TRIALS} selects took `default` although a channel was ready"
+    check_race(
+        "TestNonblockSelectRace2 widened on threads",
+        race_on_threads,
+        true,
+        true,
     );
 }
 
 #[test]
 fn nonblock_select_race2_on_two_ps() {
-    let _one = ONE_RACE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let wrong = within(LIMIT, "TestNonblockSelectRace2 on 2 Ps", || {
-        race_on_ps(true, false)
-    });
-    assert_eq!(
-        wrong, 0,
-        "{wrong} of {RACE_TRIALS} selects took `default` although a channel was ready"
-    );
+    check_race("TestNonblockSelectRace2 on 2 Ps", race_on_ps, true, false);
 }
 
 #[test]
 fn nonblock_select_race2_widened_on_two_ps() {
-    let _one = ONE_RACE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let wrong = within(LIMIT, "TestNonblockSelectRace2 widened on 2 Ps", || {
-        race_on_ps(true, true)
-    });
-    assert_eq!(
-        wrong, 0,
-        "{wrong} of {RACE_TRIALS} selects took `default` although a channel was ready"
+    check_race(
+        "TestNonblockSelectRace2 widened on 2 Ps",
+        race_on_ps,
+        true,
+        true,
     );
 }
 
