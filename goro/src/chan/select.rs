@@ -111,8 +111,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::chan::{wake, Chan, Parked, Signal, Waiter, WakerId};
-use super::{Receiver, RecvError, SendError, Sender, TryRecvError, TrySendError};
+use super::chan::Chan;
+use super::signal::{Signal, WakerId};
+use super::waiter::{wake, Parked, Waiter};
+use super::{RecvError, SendError, TryRecvError, TrySendError};
 use crate::loom::Arc;
 
 /// How many times one poll may abort and retry before yielding.
@@ -120,85 +122,9 @@ const MAX_RETRIES: u32 = 4;
 
 mod sealed {
     pub trait Sealed {}
-    /// Seals `SelectSend` apart from `SelectRecv`: coherence would see
-    /// `impl Sealed for &R` twice, once per trait.
-    pub trait SealedSend {}
 }
 
-/// What `recv(..)` in a [`select!`](crate::select!) accepts: a
-/// [`Receiver`], or a reference to one. Sealed.
-#[diagnostic::on_unimplemented(
-    message = "`select!`'s `recv(..)` takes a `goro::chan::Receiver`, not `{Self}`",
-    label = "not a channel receiver",
-    note = "for a `Timer` or `Ticker`, pass its channel: `recv(timer.rx())`",
-    note = "for a timeout, add `recv(goro::time::after(d))` or a `default(d) => ...` arm",
-    note = "`select!` waits on channels, as Go's does; to wait on a future, spawn it and receive its result on a channel"
-)]
-pub trait SelectRecv: sealed::Sealed {
-    /// The channel's element type.
-    type Item;
-    /// The receiver itself.
-    fn receiver(&self) -> &Receiver<Self::Item>;
-}
-
-impl<T> sealed::Sealed for Receiver<T> {}
-impl<T> SelectRecv for Receiver<T> {
-    type Item = T;
-    fn receiver(&self) -> &Receiver<T> {
-        self
-    }
-}
-
-impl<R: SelectRecv + ?Sized> sealed::Sealed for &R {}
-impl<R: SelectRecv + ?Sized> SelectRecv for &R {
-    type Item = R::Item;
-    fn receiver(&self) -> &Receiver<R::Item> {
-        (**self).receiver()
-    }
-}
-
-/// The receiver behind `recv(rx)`'s expression (macro plumbing: a wrong
-/// type gets [`SelectRecv`]'s hints).
-#[doc(hidden)]
-pub fn recv_chan<R: SelectRecv + ?Sized>(rx: &R) -> &Receiver<R::Item> {
-    rx.receiver()
-}
-
-/// The sender behind `send(tx, v)`'s expression (macro plumbing).
-#[doc(hidden)]
-pub fn send_chan<S: SelectSend + ?Sized>(tx: &S) -> &Sender<S::Item> {
-    tx.sender()
-}
-
-/// What `send(..)` in a [`select!`](crate::select!) accepts: a [`Sender`],
-/// or a reference to one. Sealed.
-#[diagnostic::on_unimplemented(
-    message = "`select!`'s `send(..)` takes a `goro::chan::Sender`, not `{Self}`",
-    label = "not a channel sender",
-    note = "`select!` waits on channels, as Go's does: `send(tx, value) -> res => ...`"
-)]
-pub trait SelectSend: sealed::SealedSend {
-    /// The channel's element type.
-    type Item;
-    /// The sender itself.
-    fn sender(&self) -> &Sender<Self::Item>;
-}
-
-impl<T> sealed::SealedSend for Sender<T> {}
-impl<T> SelectSend for Sender<T> {
-    type Item = T;
-    fn sender(&self) -> &Sender<T> {
-        self
-    }
-}
-
-impl<S: SelectSend + ?Sized> sealed::SealedSend for &S {}
-impl<S: SelectSend + ?Sized> SelectSend for &S {
-    type Item = S::Item;
-    fn sender(&self) -> &Sender<S::Item> {
-        (**self).sender()
-    }
-}
+pub use super::select_arg::{recv_chan, send_chan, SelectRecv, SelectSend};
 
 /// One case of a `select!`, as driven by [`Select`]. Implemented only by
 /// [`RecvCase`] and [`SendCase`]; used by the macro's expansion.

@@ -29,8 +29,9 @@
 
 use std::ptr::NonNull;
 
-use super::chan::{wake, Chan, Inner, Woken};
+use super::chan::{Chan, Inner};
 use super::select::{poll_order, SelectRecv, SelectSend};
+use super::waiter::{wake, Woken};
 use super::{RecvError, SendError, TryRecvError, TrySendError};
 use crate::loom::MutexGuard;
 

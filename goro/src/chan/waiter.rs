@@ -1,0 +1,455 @@
+//! Parked operations (Go's `sudog`), the per-thread cache of their heap
+//! blocks, and the queues that hold them (Go's `waitq`). Who may touch a
+//! waiter's slot and waker when is the protocol in `chan.rs`'s module docs.
+
+use std::collections::VecDeque;
+use std::ptr::NonNull;
+use std::task::Waker;
+
+use super::signal::{Signal, WakerId, WAITING};
+use crate::loom::{Arc, Ordering};
+use crate::sync::cell::UnsafeCell;
+
+pub(super) enum SignalRef {
+    /// A plain send/recv: one allocation holds waiter and signal.
+    Own(Signal),
+    /// One case of a `select`: the signal is shared by all its cases.
+    Shared(Arc<Signal>),
+}
+
+/// One parked operation on one channel.
+pub(crate) struct Waiter<T> {
+    pub(super) signal: SignalRef,
+    /// The `select` case this waiter stands for (0 for plain operations).
+    pub(super) case: usize,
+    /// A parked sender's value, or the value handed to a parked receiver;
+    /// see the module docs for who may touch it when.
+    pub(super) slot: UnsafeCell<Option<T>>,
+}
+
+impl<T> Waiter<T> {
+    pub(crate) fn plain(waker: Waker, value: Option<T>) -> Waiter<T> {
+        Waiter {
+            signal: SignalRef::Own(Signal::new(waker)),
+            case: 0,
+            slot: UnsafeCell::new(value),
+        }
+    }
+
+    pub(crate) fn for_select(signal: Arc<Signal>, case: usize, value: Option<T>) -> Waiter<T> {
+        Waiter {
+            signal: SignalRef::Shared(signal),
+            case,
+            slot: UnsafeCell::new(value),
+        }
+    }
+
+    pub(crate) fn signal(&self) -> &Signal {
+        match &self.signal {
+            SignalRef::Own(s) => s,
+            SignalRef::Shared(s) => s,
+        }
+    }
+
+    /// Claims this waiter for its case; the caller holds the lock of the
+    /// channel it is queued on and must [`Claimed::finish`] under it.
+    #[inline]
+    pub(super) fn try_claim(&self) -> bool {
+        match &self.signal {
+            // A plain waiter's state changes only under the lock of its one
+            // channel, which the caller holds, so a load decides the claim
+            // and no CLAIMED store is needed: nobody can look at the state
+            // between now and our DONE except under this lock (the owner
+            // reads it unlocked only to look for DONE). Relaxed: the lock
+            // orders it after the owner's set-up and any abort. (An owner
+            // aborts and removes its entry in one critical section, so a
+            // queued plain waiter is always WAITING; the check is cheap.)
+            SignalRef::Own(s) => s.state.load(Ordering::Relaxed) == WAITING,
+            SignalRef::Shared(s) => s.try_claim(self.case),
+        }
+    }
+
+    /// Takes the slot's value.
+    ///
+    /// # Safety
+    ///
+    /// No completer may be between its claim of this waiter and its `DONE`:
+    /// the caller either holds the lock of the channel this waiter is or was
+    /// queued on, or is its owner and has seen this waiter's case `DONE`.
+    pub(super) unsafe fn take_slot(&self) -> Option<T> {
+        // SAFETY: completers touch the slot only between claim and DONE,
+        // under that channel's lock; the caller's lock excludes that window,
+        // and a DONE seen with Acquire orders the completer's write before
+        // this read. The owner is the only other accessor, and it is us.
+        self.slot.with_mut(|s| unsafe { (*s).take() })
+    }
+}
+
+/// A waiter this thread dequeued and claimed, under its channel's lock.
+/// Ends with [`Claimed::finish`], still under that lock.
+pub(super) struct Claimed<T> {
+    pub(super) waiter: NonNull<Waiter<T>>,
+}
+
+impl<T> Claimed<T> {
+    pub(super) fn waiter(&self) -> &Waiter<T> {
+        // SAFETY: the waiter was queued (so alive) when we dequeued it under
+        // the lock we still hold; its owner frees it only after removing its
+        // entry under this lock (which waits for us) or after seeing DONE,
+        // which only `finish` stores.
+        unsafe { self.waiter.as_ref() }
+    }
+
+    /// Hands `v` to a claimed receiver.
+    pub(super) fn put(&self, v: T) {
+        // SAFETY: between our claim and our DONE no one else touches the
+        // slot (see `Waiter::take_slot`'s contract, which owners obey).
+        let old = self.waiter().slot.with_mut(|s| unsafe { (*s).replace(v) });
+        debug_assert!(old.is_none(), "a receiver slot was filled twice");
+    }
+
+    /// Takes a claimed sender's value.
+    pub(super) fn take(&self) -> T {
+        // SAFETY: as in `put`.
+        let v = self.waiter().slot.with_mut(|s| unsafe { (*s).take() });
+        v.expect("a parked sender holds its value")
+    }
+
+    /// Publishes `DONE` and returns the waker to call once unlocked. The
+    /// waiter may be freed as soon as `DONE` is stored.
+    pub(super) fn finish(self) -> Option<Waker> {
+        let w = self.waiter();
+        let signal = w.signal();
+        // SAFETY: we won the claim (that is what made this a `Claimed`) and
+        // have not finished.
+        let waker = unsafe { signal.take_waker() };
+        signal.finish(w.case);
+        waker
+    }
+}
+
+/// A parked operation as its owner sees it: its waiter, its entry id, and
+/// which waker it registered.
+///
+/// Owns the waiter's heap block. Dropping a `Parked` leaks the block (never
+/// frees it under a queue's feet); it is freed by [`Parked::take_done`] or
+/// by [`Chan::unpark_send`] / [`Chan::unpark_recv`].
+pub(crate) struct Parked<T> {
+    pub(super) waiter: NonNull<Waiter<T>>,
+    pub(super) id: u64,
+    pub(super) waker: WakerId,
+}
+
+// SAFETY: a `Parked` is the owner's handle on its waiter. Moving it to another
+// thread moves the owner role (the waiter's value is a `T: Send` and its waker
+// is `Send`); `&Parked` only reads the immutable `case` and the atomic state.
+unsafe impl<T: Send> Send for Parked<T> {}
+// SAFETY: see `Send`: `&Parked` exposes no access to the cells.
+unsafe impl<T: Send> Sync for Parked<T> {}
+
+impl<T> Parked<T> {
+    pub(crate) fn waiter(&self) -> &Waiter<T> {
+        // SAFETY: only the consuming methods of `Parked` free the waiter, so
+        // it is alive as long as `self`.
+        unsafe { self.waiter.as_ref() }
+    }
+
+    /// Whether the waiter's own case is `DONE` (with `Acquire`).
+    pub(crate) fn is_done(&self) -> bool {
+        let w = self.waiter();
+        w.signal().done_case() == Some(w.case)
+    }
+
+    /// The completed operation's slot; frees the waiter.
+    ///
+    /// Panics unless [`Parked::is_done`] (a misuse that would otherwise free
+    /// a queued waiter).
+    pub(crate) fn take_done(self) -> Option<T> {
+        assert!(
+            self.is_done(),
+            "a parked operation read before it completed"
+        );
+        // SAFETY: its case is DONE, seen with Acquire.
+        let v = unsafe { self.waiter().take_slot() };
+        // SAFETY: a completer dequeued it before claiming, and DONE was its
+        // last access; no queue holds it.
+        unsafe { self.free() };
+        v
+    }
+
+    /// Frees the waiter (dropping its leftover waker after any lock is gone).
+    ///
+    /// # Safety
+    ///
+    /// No queue holds the waiter and no completer will touch it again.
+    pub(super) unsafe fn free(self) {
+        // SAFETY: the block came from `blocks::new` in `WaitQueue::push`
+        // and the caller guarantees this is the last access.
+        unsafe { blocks::free(self.waiter) };
+    }
+}
+
+/// Heap blocks for waiters, with Go's sudog cache: a park allocates one and
+/// the owner frees it, a few hundred nanoseconds apart and usually on the
+/// same thread, so each thread keeps a few freed blocks for its next parks.
+/// Every waiter that fits in [`blocks::BLOCK`] is allocated with exactly that
+/// layout (cached or not), so a block freed on another thread, into that
+/// thread's cache or to the allocator, is always freed with the layout it
+/// was allocated with. Bigger waiters are plain boxes. Under loom the cache
+/// is off (model threads share one OS thread's thread-locals).
+///
+/// A cached block is the 16 most recently freed per thread at most; memory
+/// held for nothing is at most 2 KiB per thread, freed when it exits.
+mod blocks {
+    use std::alloc::Layout;
+    use std::ptr::NonNull;
+
+    /// The layout of every cached block: the waiter of a value up to about
+    /// 80 bytes (a waiter of a `u64` is 56).
+    pub(super) const BLOCK: Layout = match Layout::from_size_align(128, 16) {
+        Ok(l) => l,
+        Err(_) => panic!("a valid layout"),
+    };
+
+    /// Whether `W`s live in `BLOCK`s.
+    pub(super) const fn fits<W>() -> bool {
+        let l = Layout::new::<W>();
+        l.size() <= BLOCK.size() && l.align() <= BLOCK.align() && l.size() > 0
+    }
+
+    /// Moves `w` to the heap.
+    pub(super) fn new<W>(w: W) -> NonNull<W> {
+        if !fits::<W>() {
+            return NonNull::from(Box::leak(Box::new(w)));
+        }
+        let p = cache::take().cast::<W>();
+        // SAFETY: `p` is a live, unaliased allocation of `BLOCK`, which is at
+        // least as large and as aligned as `W` (`fits`).
+        unsafe { p.as_ptr().write(w) };
+        p
+    }
+
+    /// Drops and frees a block made by [`new`].
+    ///
+    /// # Safety
+    ///
+    /// `p` came from `new::<W>` and is not used again.
+    pub(super) unsafe fn free<W>(p: NonNull<W>) {
+        if !fits::<W>() {
+            // SAFETY: made by `Box::leak` in `new`; the caller's last use.
+            drop(unsafe { Box::from_raw(p.as_ptr()) });
+            return;
+        }
+        // SAFETY: `new` wrote a `W` there; the caller's last use.
+        unsafe { std::ptr::drop_in_place(p.as_ptr()) };
+        // SAFETY: an allocation of `BLOCK`, now holding nothing.
+        unsafe { cache::put(p.cast()) };
+    }
+
+    #[cfg(not(loom))]
+    mod cache {
+        use super::BLOCK;
+        use std::cell::Cell;
+        use std::ptr::NonNull;
+
+        /// Freed blocks kept per thread.
+        const KEPT: usize = 16;
+
+        struct Cache {
+            len: Cell<usize>,
+            blocks: [Cell<*mut u8>; KEPT],
+        }
+
+        impl Drop for Cache {
+            fn drop(&mut self) {
+                for b in &self.blocks[..self.len.get()] {
+                    // SAFETY: every cached block is an unused allocation of
+                    // `BLOCK` owned by the cache.
+                    unsafe { std::alloc::dealloc(b.get(), BLOCK) };
+                }
+            }
+        }
+
+        thread_local! {
+            static CACHE: Cache = const {
+                Cache {
+                    len: Cell::new(0),
+                    blocks: [const { Cell::new(std::ptr::null_mut()) }; KEPT],
+                }
+            };
+        }
+
+        /// A block of `BLOCK` layout: a cached one, else a new one.
+        pub(super) fn take() -> NonNull<u8> {
+            let cached = CACHE
+                .try_with(|c| match c.len.get() {
+                    0 => std::ptr::null_mut(),
+                    n => {
+                        c.len.set(n - 1);
+                        c.blocks[n - 1].get()
+                    }
+                })
+                .unwrap_or(std::ptr::null_mut());
+            NonNull::new(cached).unwrap_or_else(|| {
+                // SAFETY: `BLOCK` has a non-zero size.
+                let p = unsafe { std::alloc::alloc(BLOCK) };
+                NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(BLOCK))
+            })
+        }
+
+        /// Keeps `b` for a later `take`, or frees it if the cache is full
+        /// (or this thread's cache is already gone).
+        ///
+        /// # Safety
+        ///
+        /// `b` is an unused allocation of `BLOCK`, given up by the caller.
+        pub(super) unsafe fn put(b: NonNull<u8>) {
+            let kept = CACHE
+                .try_with(|c| {
+                    let n = c.len.get();
+                    if n == KEPT {
+                        return false;
+                    }
+                    c.blocks[n].set(b.as_ptr());
+                    c.len.set(n + 1);
+                    true
+                })
+                .unwrap_or(false);
+            if !kept {
+                // SAFETY: the caller gives up an allocation of `BLOCK`.
+                unsafe { std::alloc::dealloc(b.as_ptr(), BLOCK) };
+            }
+        }
+    }
+
+    /// Under loom: no cache, every block straight from the allocator.
+    #[cfg(loom)]
+    mod cache {
+        use super::BLOCK;
+        use std::ptr::NonNull;
+
+        pub(super) fn take() -> NonNull<u8> {
+            // SAFETY: `BLOCK` has a non-zero size.
+            let p = unsafe { std::alloc::alloc(BLOCK) };
+            NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(BLOCK))
+        }
+
+        /// # Safety
+        ///
+        /// `b` is an unused allocation of `BLOCK`, given up by the caller.
+        pub(super) unsafe fn put(b: NonNull<u8>) {
+            // SAFETY: the caller gives up an allocation of `BLOCK`.
+            unsafe { std::alloc::dealloc(b.as_ptr(), BLOCK) };
+        }
+    }
+}
+
+pub(super) struct Entry<T> {
+    pub(super) id: u64,
+    pub(super) waiter: NonNull<Waiter<T>>,
+}
+
+// SAFETY: an entry is a pointer to a waiter that completers on other threads
+// access only as the protocol allows (under the channel lock, after winning
+// the claim); the values it may carry are `T: Send`.
+unsafe impl<T: Send> Send for Entry<T> {}
+
+impl<T> Entry<T> {
+    pub(super) fn waiter(&self) -> &Waiter<T> {
+        // SAFETY: every queued entry points to a live waiter: its owner frees
+        // it only after removing the entry under the lock our `&mut` to the
+        // queue implies we hold, or after a DONE that only a completer that
+        // dequeued it stores.
+        unsafe { self.waiter.as_ref() }
+    }
+}
+
+/// A FIFO of parked operations (Go's `waitq`), sorted by `id`.
+pub(super) struct WaitQueue<T> {
+    pub(super) entries: VecDeque<Entry<T>>,
+    pub(super) next_id: u64,
+}
+
+impl<T> WaitQueue<T> {
+    pub(super) fn new() -> WaitQueue<T> {
+        WaitQueue {
+            entries: VecDeque::new(),
+            next_id: 0,
+        }
+    }
+
+    pub(super) fn push(&mut self, waiter: Waiter<T>, waker: WakerId) -> Parked<T> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let waiter = blocks::new(waiter);
+        self.entries.push_back(Entry { id, waiter });
+        Parked { waiter, id, waker }
+    }
+
+    /// Removes the entry `id` if it is still queued.
+    pub(super) fn remove(&mut self, id: u64) {
+        if let Ok(i) = self.entries.binary_search_by_key(&id, |e| e.id) {
+            self.entries.remove(i);
+        }
+    }
+
+    /// Dequeues and claims the first live waiter that is not part of `me`
+    /// (a `select` never completes against its own other cases). Dead
+    /// entries met on the way are dropped (their owners free the waiters).
+    pub(super) fn claim_first(&mut self, me: Option<&Signal>) -> Option<Claimed<T>> {
+        if me.is_none() {
+            // Plain operations: the common case, a queue of live waiters.
+            while let Some(e) = self.entries.pop_front() {
+                if e.waiter().try_claim() {
+                    return Some(Claimed { waiter: e.waiter });
+                }
+            }
+            return None;
+        }
+        let mut i = 0;
+        while i < self.entries.len() {
+            if is_mine(self.entries[i].waiter(), me) {
+                i += 1;
+                continue;
+            }
+            let e = self.entries.remove(i).expect("index checked against len");
+            if e.waiter().try_claim() {
+                return Some(Claimed { waiter: e.waiter });
+            }
+        }
+        None
+    }
+
+    /// Whether a live waiter other than `me`'s is queued, dropping dead
+    /// entries met on the way.
+    pub(super) fn has_live(&mut self, me: &Signal) -> bool {
+        let mut i = 0;
+        while i < self.entries.len() {
+            let w = self.entries[i].waiter();
+            if is_mine(w, Some(me)) {
+                i += 1;
+            } else if w.signal().is_waiting() {
+                // Only a hint; the real decision is a later claim.
+                return true;
+            } else {
+                self.entries.remove(i);
+            }
+        }
+        false
+    }
+}
+
+pub(super) fn is_mine<T>(w: &Waiter<T>, me: Option<&Signal>) -> bool {
+    me.is_some_and(|me| std::ptr::eq(w.signal(), me))
+}
+
+/// The waker of an operation completed under the lock, to be woken once it
+/// is released.
+pub(crate) type Woken = Option<Waker>;
+
+/// Wakes the owner of a completed waiter; call with no lock held.
+pub(crate) fn wake(w: Woken) {
+    if let Some(w) = w {
+        w.wake();
+    }
+}
