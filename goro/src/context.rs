@@ -65,6 +65,7 @@
 //!   does.
 
 use crate::chan::{self, Receiver, Sender};
+use crate::loom::Unpoison;
 use crate::sched::timers::arm_timer;
 use crate::time::clock;
 use crate::time::timer::{Action, Callback, Fire, TimerInner};
@@ -319,7 +320,7 @@ impl Inner {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unpoison()
     }
 }
 
@@ -330,7 +331,7 @@ impl Inner {
 /// left.) A `Cancel` handle holds the context weakly and does nothing now.
 impl Drop for Inner {
     fn drop(&mut self) {
-        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        let st = self.state.get_mut().unpoison();
         if st.err.is_some() {
             return; // done: `cancel_node` released everything
         }

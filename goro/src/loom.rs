@@ -40,3 +40,29 @@ pub(crate) fn spin_loop() {
     #[cfg(loom)]
     loom::thread::yield_now();
 }
+
+/// Takes a lock's guard whether or not the lock is poisoned: `lock()`,
+/// `wait()`, `wait_timeout()` and `get_mut()` results alike
+/// (`m.lock().unpoison()`).
+///
+/// A lock is poisoned when a thread panicked while holding it. goro's locks
+/// guard only goro's own state, and no code that can panic (a user's
+/// `Drop`, a waker) runs under them with that state half-updated, so a
+/// poisoned lock's data is as good as a clean one's; propagating the
+/// poison would turn one panic into a cascade through every thread that
+/// touches the runtime afterwards.
+pub(crate) trait Unpoison {
+    /// The guard (or whatever the lock call returns on success).
+    type Guard;
+    /// The guard, poisoned or not.
+    fn unpoison(self) -> Self::Guard;
+}
+
+impl<G> Unpoison for std::sync::LockResult<G> {
+    type Guard = G;
+
+    #[inline]
+    fn unpoison(self) -> G {
+        self.unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

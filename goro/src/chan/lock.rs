@@ -1,12 +1,7 @@
 //! The channel lock: a mutex that ignores poisoning and backs off before
 //! it queues, as Go's runtime lock does.
 
-#[cfg(not(loom))]
-use std::sync::PoisonError;
-
-use crate::loom::{Mutex, MutexGuard};
-#[cfg(loom)]
-use std::sync::PoisonError;
+use crate::loom::{Mutex, MutexGuard, Unpoison};
 
 /// Locks, ignoring poisoning: no code that can panic runs under these locks
 /// with a half-updated state (user values are never dropped under them).
@@ -22,7 +17,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     #[cfg(not(loom))]
     return try_lock(m).unwrap_or_else(|| lock_contended(m));
     #[cfg(loom)]
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+    m.lock().unpoison()
 }
 
 /// One attempt, ignoring poisoning as [`lock`] does.
@@ -49,7 +44,7 @@ fn lock_contended<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
             return g;
         }
     }
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+    m.lock().unpoison()
 }
 
 /// Rounds of backing off before a contended lock queues (Go: 4).

@@ -70,6 +70,7 @@
 //! - The poller lock held by any M, blocking or not, with a flag for "an M
 //!   blocks": `try_lock` is that flag.
 
+use crate::loom::Unpoison;
 use crate::net::scheduled_io::{wake_all, ScheduledIo, READ, READ_CLOSED, WRITE, WRITE_CLOSED};
 use crate::sched::machine::Machine;
 use crate::sched::park::{Handoff, PollBreak};
@@ -190,7 +191,7 @@ impl Poller {
         if let Some(d) = self.driver.get() {
             return Ok(d);
         }
-        let _g = self.init.lock().unwrap_or_else(|e| e.into_inner());
+        let _g = self.init.lock().unpoison();
         if let Some(d) = self.driver.get() {
             return Ok(d);
         }
@@ -263,7 +264,7 @@ impl Driver {
         out: &mut Vec<Waker>,
         handed: &dyn Fn() -> bool,
     ) {
-        let mut st = self.poll.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.poll.lock().unpoison();
         if handed() {
             return;
         }
@@ -286,7 +287,7 @@ impl Driver {
         if events.is_empty() {
             return;
         }
-        let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let slots = self.slots.lock().unpoison();
         for ev in events.iter() {
             if ev.token() == WAKE_TOKEN {
                 continue;
@@ -341,21 +342,13 @@ impl Registration {
         })?;
         let driver = sched.poller.driver()?.clone();
         let io = Arc::new(ScheduledIo::new());
-        let token = driver
-            .slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(io.clone());
+        let token = driver.slots.lock().unpoison().insert(io.clone());
         if let Err(e) = driver.registry.register(
             source,
             Token(token),
             Interest::READABLE | Interest::WRITABLE,
         ) {
-            driver
-                .slots
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(token);
+            driver.slots.lock().unpoison().remove(token);
             return Err(e);
         }
         // Relaxed: the count only gates polling; the 0 → 1 kick below goes
@@ -396,10 +389,7 @@ fn close_slot(
     io: &ScheduledIo,
     out: &mut Vec<Waker>,
 ) -> [Option<Arc<crate::time::timer::TimerInner>>; 2] {
-    slots
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(token);
+    slots.lock().unpoison().remove(token);
     io.close(out)
 }
 
@@ -411,11 +401,7 @@ impl Sched {
         // The sleeper publishes itself under this lock before it decides
         // between futex and epoll, so either it sees the registration or we
         // see it (and the re-check it gets makes it decide again).
-        let sleeper = self
-            .timer_sleeper
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let sleeper = self.timer_sleeper.lock().unpoison().clone();
         match sleeper {
             Some(parker) => parker.unpark(Handoff::Recheck),
             None => self.wakep(),

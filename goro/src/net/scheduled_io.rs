@@ -50,6 +50,7 @@
 //!   states the model has to check. The lock is per socket, so it is only
 //!   ever contended by a reader, a writer and the poller.
 
+use crate::loom::Unpoison;
 use crate::loom::{Mutex, MutexGuard};
 use crate::time::clock;
 use crate::time::timer::TimerInner;
@@ -147,7 +148,7 @@ impl ScheduledIo {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, IoState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unpoison()
     }
 
     /// Whether `dir` may be tried now: `Ready(Ok(tick))` if it is ready,

@@ -18,6 +18,7 @@
 
 pub mod policy;
 
+use crate::loom::Unpoison;
 use crate::sched::machine::{current_sched, on_worker_thread, EnterGuard};
 use crate::sched::task::{new_task, JoinHandle};
 use crate::sched::Sched;
@@ -349,8 +350,7 @@ impl Drop for Runtime {
             for m in sched.idle.lock().ms.drain(..) {
                 m.unpark(crate::sched::park::Handoff::Exit);
             }
-            let batch =
-                std::mem::take(&mut *sched.threads.lock().unwrap_or_else(|e| e.into_inner()));
+            let batch = std::mem::take(&mut *sched.threads.lock().unpoison());
             if batch.is_empty() {
                 break;
             }

@@ -14,6 +14,7 @@
 //!   idle process keeps no spare thread waking up.
 
 use crate::loom::Ordering;
+use crate::loom::Unpoison;
 use crate::sched::machine::{current_p, current_sched, CTX};
 use crate::sched::task::{new_task_with, JoinHandle, Runnable};
 use crate::sched::{Sched, NO_P};
@@ -134,7 +135,7 @@ impl BlockingPool {
     }
 
     fn push(&self, sched: &Arc<Sched>, task: Runnable) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.state.lock().unpoison();
         if st.shutdown {
             drop(st);
             drop(task); // cancels it: the JoinHandle reports Cancelled
@@ -157,28 +158,25 @@ impl BlockingPool {
                 .spawn(move || s.blocking.worker());
             if let Err(e) = spawned {
                 eprintln!("goro: failed to start a blocking-pool thread: {e}");
-                self.state.lock().unwrap_or_else(|e| e.into_inner()).threads -= 1;
+                self.state.lock().unpoison().threads -= 1;
             }
         }
     }
 
     fn worker(&self) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut st = self.state.lock().unpoison();
         loop {
             if let Some(task) = st.queue.pop_front() {
                 drop(st);
                 task.run();
-                st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                st = self.state.lock().unpoison();
                 continue;
             }
             if st.shutdown {
                 break;
             }
             st.idle += 1;
-            let (s, res) = self
-                .cv
-                .wait_timeout(st, KEEP_ALIVE)
-                .unwrap_or_else(|e| e.into_inner());
+            let (s, res) = self.cv.wait_timeout(st, KEEP_ALIVE).unpoison();
             st = s;
             st.idle -= 1;
             st.notified = st.notified.saturating_sub(1);
@@ -193,7 +191,7 @@ impl BlockingPool {
     /// closures that have not started. Running closures finish on their own.
     pub(crate) fn shutdown(&self) {
         let queued: Vec<Runnable> = {
-            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = self.state.lock().unpoison();
             st.shutdown = true;
             st.queue.drain(..).collect()
         };

@@ -7,6 +7,7 @@
 //! never starved by local work. The length is mirrored in an atomic so the
 //! common "is it empty?" check takes no lock.
 
+use crate::loom::Unpoison;
 use crate::loom::{AtomicUsize, Mutex, Ordering};
 use crate::sched::task::Runnable;
 use std::collections::VecDeque;
@@ -38,13 +39,13 @@ impl GlobalQueue {
     }
 
     pub(crate) fn push(&self, task: Runnable) {
-        let mut q = self.q.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.q.lock().unpoison();
         q.push_back(task);
         self.len.store(q.len(), Ordering::SeqCst);
     }
 
     pub(crate) fn push_batch(&self, tasks: Vec<Runnable>) {
-        let mut q = self.q.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.q.lock().unpoison();
         q.extend(tasks);
         self.len.store(q.len(), Ordering::SeqCst);
     }
@@ -60,7 +61,7 @@ impl GlobalQueue {
         if self.is_empty() {
             return None;
         }
-        let mut q = self.q.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.q.lock().unpoison();
         let len = q.len();
         if len == 0 {
             return None;
@@ -78,7 +79,7 @@ impl GlobalQueue {
     }
 
     pub(crate) fn drain(&self) -> Vec<Runnable> {
-        let mut q = self.q.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = self.q.lock().unpoison();
         self.len.store(0, Ordering::SeqCst);
         q.drain(..).collect()
     }

@@ -95,6 +95,7 @@
 //! list; thieves skip those Ps without touching their run queues. It is only
 //! updated at idle transitions, which are rare compared to steals.
 
+use crate::loom::Unpoison;
 use crate::loom::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::sched::park::Parker;
 use std::sync::Arc;
@@ -144,7 +145,7 @@ impl Idle {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, IdleLists> {
-        self.lists.lock().unwrap_or_else(|e| e.into_inner())
+        self.lists.lock().unpoison()
     }
 
     /// Puts P `p` on the idle list; `has_timers` reads whether its heap

@@ -357,6 +357,7 @@ impl Sched {
 
     #[cfg(not(loom))]
     fn spawn_m(&self, h: Handoff) {
+        use crate::loom::Unpoison;
         let sched = self
             .me
             .upgrade()
@@ -367,11 +368,7 @@ impl Sched {
             .name(format!("{}-m{n}", self.thread_name))
             .spawn(move || machine::m_main(sched, h));
         match spawned {
-            Ok(jh) => self
-                .threads
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(jh),
+            Ok(jh) => self.threads.lock().unpoison().push(jh),
             Err(e) => {
                 // No thread: give the P back so nothing is lost; the work stays
                 // queued for the threads that exist.

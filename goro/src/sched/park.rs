@@ -28,6 +28,7 @@
 //! handoff in the slot, and one rung after it reaches the epoll while the
 //! sleeper holds the lock, so only the sleeper can take it.
 
+use crate::loom::Unpoison;
 use crate::loom::{Condvar, Mutex};
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,7 +74,7 @@ impl Parker {
 
     /// Hands `h` to the parked M and wakes it.
     pub(crate) fn unpark(&self, h: Handoff) {
-        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.slot.lock().unpoison();
         match (slot.handoff, h) {
             // A re-check never displaces a real handoff (that would lose a P).
             (Some(_), Handoff::Recheck) => return,
@@ -105,7 +106,7 @@ impl Parker {
         poll: impl FnOnce(&dyn Fn() -> bool),
     ) -> Option<Handoff> {
         {
-            let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+            let mut slot = self.slot.lock().unpoison();
             if let Some(h) = slot.handoff.take() {
                 return Some(h);
             }
@@ -114,36 +115,33 @@ impl Parker {
             slot.polling = Some(d);
         }
         poll(&|| {
-            let slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+            let slot = self.slot.lock().unpoison();
             slot.handoff.is_some()
         });
-        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.slot.lock().unpoison();
         slot.polling = None;
         slot.handoff.take()
     }
 
     /// Sleeps until handed something, or until `timeout` (if any) passes.
     pub(crate) fn park(&self, timeout: Option<Duration>) -> Option<Handoff> {
-        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.slot.lock().unpoison();
         loop {
             if let Some(h) = slot.handoff.take() {
                 return Some(h);
             }
             match timeout {
-                None => slot = self.cv.wait(slot).unwrap_or_else(|e| e.into_inner()),
+                None => slot = self.cv.wait(slot).unpoison(),
                 #[cfg(not(loom))]
                 Some(d) => {
-                    let (s, res) = self
-                        .cv
-                        .wait_timeout(slot, d)
-                        .unwrap_or_else(|e| e.into_inner());
+                    let (s, res) = self.cv.wait_timeout(slot, d).unpoison();
                     slot = s;
                     if res.timed_out() {
                         return slot.handoff.take();
                     }
                 }
                 #[cfg(loom)]
-                Some(_) => slot = self.cv.wait(slot).unwrap_or_else(|e| e.into_inner()),
+                Some(_) => slot = self.cv.wait(slot).unpoison(),
             }
         }
     }

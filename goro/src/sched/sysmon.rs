@@ -26,6 +26,7 @@
 //! the monitor sleeps on a condition variable until a P is taken from the
 //! idle list (`notify_busy`), so an idle runtime makes no wakeups at all.
 
+use crate::loom::Unpoison;
 use crate::loom::{AtomicBool, Condvar, Mutex, Ordering};
 use crate::sched::Sched;
 use crate::stats::bump_shared;
@@ -70,7 +71,7 @@ impl Monitor {
 
     /// Wakes the monitor (busy P, or shutdown).
     pub(crate) fn kick(&self) {
-        let mut woken = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut woken = self.lock.lock().unpoison();
         *woken = true;
         drop(woken);
         self.cv.notify_one();
@@ -78,16 +79,11 @@ impl Monitor {
 
     /// Sleeps for `d`, or until kicked; `None` for no timeout.
     fn sleep(&self, d: Option<Duration>) {
-        let mut woken = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut woken = self.lock.lock().unpoison();
         if !*woken {
             woken = match d {
-                Some(d) => {
-                    self.cv
-                        .wait_timeout(woken, d)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
-                }
-                None => self.cv.wait(woken).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => self.cv.wait_timeout(woken, d).unpoison().0,
+                None => self.cv.wait(woken).unpoison(),
             };
         }
         *woken = false;

@@ -29,6 +29,7 @@
 //! allocation, the state machine for wake-while-running and cancellation,
 //! and it measures within noise of a hand-rolled header for our workloads.
 
+use crate::loom::Unpoison;
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
@@ -208,19 +209,12 @@ impl Registry {
         // The waker's data pointer is the task allocation: unique while the
         // task lives, and we unregister before it is freed.
         let key = waker.data() as usize;
-        self.shard(key)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, waker.clone());
+        self.shard(key).lock().unpoison().insert(key, waker.clone());
         key
     }
 
     fn unregister(&self, key: usize) {
-        let removed = self
-            .shard(key)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&key);
+        let removed = self.shard(key).lock().unpoison().remove(&key);
         drop(removed);
     }
 
@@ -228,7 +222,7 @@ impl Registry {
     pub(crate) fn take_all(&self) -> Vec<Waker> {
         let mut out = Vec::new();
         for s in self.shards.iter() {
-            let mut g = s.lock().unwrap_or_else(|e| e.into_inner());
+            let mut g = s.lock().unpoison();
             out.extend(g.drain().map(|(_, w)| w));
         }
         out
@@ -275,7 +269,7 @@ impl<T> JoinHandle<T> {
     }
 
     fn slot(&self) -> std::sync::MutexGuard<'_, Slot<T>> {
-        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+        self.slot.lock().unpoison()
     }
 
     /// Cancels the task: its future is dropped at the next opportunity (at

@@ -29,6 +29,7 @@
 //! earliest deadline. The loom models `loom_timer_sleeper_*`
 //! (`sched/loom_tests.rs`) check it, with the fallbacks around it.
 
+use crate::loom::Unpoison;
 use crate::loom::{fence, Ordering};
 use crate::runtime::policy::TimerPlacement;
 use crate::sched::machine::{current_p, with_current_sched, Machine, CTX};
@@ -169,11 +170,7 @@ impl Sched {
         }
         if until != NEVER {
             // A sleeper (maybe with no deadline at all, `NEVER - 1`).
-            let sleeper = self
-                .timer_sleeper
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone();
+            let sleeper = self.timer_sleeper.lock().unpoison().clone();
             if let Some(parker) = sleeper {
                 parker.unpark(Handoff::Recheck);
                 return;
@@ -193,7 +190,7 @@ impl Sched {
     /// one's deadline covers the earliest timer.
     pub(crate) fn become_timer_sleeper(&self, parker: &Arc<Parker>) -> Option<u64> {
         {
-            let mut slot = self.timer_sleeper.lock().unwrap_or_else(|e| e.into_inner());
+            let mut slot = self.timer_sleeper.lock().unpoison();
             if let Some(other) = slot.as_ref() {
                 // Someone else sleeps on timers. A timer armed while every
                 // P was busy did not wake it (`timer_added`); now that a P
@@ -226,7 +223,7 @@ impl Sched {
     /// [`Sched::become_timer_sleeper`].
     pub(crate) fn end_timer_sleep(&self) {
         self.sleep_until.store(NEVER, Ordering::SeqCst);
-        *self.timer_sleeper.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.timer_sleeper.lock().unpoison() = None;
     }
 
     /// The earliest deadline over every heap.

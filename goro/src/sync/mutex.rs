@@ -73,6 +73,7 @@
 //!
 //! [`SpinPolicy`]: crate::SpinPolicy
 
+use crate::loom::Unpoison;
 use std::fmt;
 use std::future::Future;
 use std::mem::ManuallyDrop;
@@ -330,7 +331,7 @@ impl<T: ?Sized> Mutex<T> {
     fn lock_queue(&self) -> crate::loom::MutexGuard<'_, WaitList<Waiter>> {
         // The queue lock is never held across user code, so it cannot be
         // poisoned by a panic we care about; take the data either way.
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+        self.queue.lock().unpoison()
     }
 
     /// Releases the lock (Go's `Unlock`): one `fetch_sub`, then the slow path

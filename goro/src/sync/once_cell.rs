@@ -23,6 +23,7 @@
 //! so that cancellation cannot abandon it. It would need a runtime, `Send +
 //! 'static` initializers, and would keep running work nobody waits for.
 
+use crate::loom::Unpoison;
 use std::fmt;
 use std::future::Future;
 use std::mem::MaybeUninit;
@@ -263,7 +264,7 @@ impl<T> OnceCell<T> {
     fn lock_waiters(&self) -> crate::loom::MutexGuard<'_, WaitList<Option<Waker>>> {
         // Never held across user code; a poisoned lock still holds a
         // consistent list.
-        self.waiters.lock().unwrap_or_else(|e| e.into_inner())
+        self.waiters.lock().unpoison()
     }
 
     /// Unlinks every waiter and wakes it (after the lock is released); each

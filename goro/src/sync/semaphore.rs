@@ -35,6 +35,7 @@
 //! `sync.Mutex` barging). For a semaphore, small requests would starve a
 //! large one forever; FIFO is what `Weighted` and tokio promise.
 
+use crate::loom::Unpoison;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -323,7 +324,7 @@ impl Semaphore {
     fn lock_queue(&self) -> crate::loom::MutexGuard<'_, WaitList<Waiter>> {
         // Never held across user code; a poisoned lock still holds a
         // consistent queue.
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+        self.queue.lock().unpoison()
     }
 }
 

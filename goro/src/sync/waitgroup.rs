@@ -22,6 +22,7 @@
 //! cancelled waiter simply leave. Go's "WaitGroup is reused before previous
 //! Wait has returned" panic has no reason to exist here for the same reason.
 
+use crate::loom::Unpoison;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -166,7 +167,7 @@ impl WaitGroup {
     fn lock_waiters(&self) -> crate::loom::MutexGuard<'_, WaitList<Waiter>> {
         // Never held across user code; a poisoned lock still holds a
         // consistent list.
-        self.inner.waiters.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.waiters.lock().unpoison()
     }
 
     fn release_waiters(&self) {

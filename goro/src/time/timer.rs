@@ -72,6 +72,7 @@
 //!   creation and called without the lock.
 
 use crate::chan::chan::Chan;
+use crate::loom::Unpoison;
 use crate::loom::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::sched::Sched;
 use crate::time::clock;
@@ -268,7 +269,7 @@ impl TimerInner {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, TState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unpoison()
     }
 
     /// Calls the function of an `after_func` or internal timer.
@@ -435,7 +436,7 @@ impl TimerQueue {
     }
 
     fn heap(&self) -> MutexGuard<'_, Heap<HeapItem>> {
-        self.heap.lock().unwrap_or_else(|e| e.into_inner())
+        self.heap.lock().unpoison()
     }
 
     fn publish(&self, heap: &Heap<HeapItem>) {

@@ -45,6 +45,7 @@
 
 use super::local::{Gen, MAX_SLOTS};
 use super::pin::PinRecord;
+use crate::loom::Unpoison;
 use crate::loom::{AtomicPtr, AtomicUsize, Mutex, Ordering};
 use std::ptr;
 
@@ -246,7 +247,7 @@ impl<T> PoolCore<T> {
     }
 
     fn lock(&self) -> crate::loom::MutexGuard<'_, Lists<T>> {
-        self.lists.lock().unwrap_or_else(|e| e.into_inner())
+        self.lists.lock().unpoison()
     }
 
     fn push_list(&self, v: T) {

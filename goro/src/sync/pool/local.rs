@@ -315,6 +315,7 @@ impl Drop for ProcSlot {
 /// The process-wide allocator of slot numbers.
 mod slot_ids {
     use super::MAX_SLOTS;
+    use crate::loom::Unpoison;
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     use std::sync::Mutex;
@@ -331,7 +332,7 @@ mod slot_ids {
 
     /// The lowest free slot, or None when all `MAX_SLOTS` are taken.
     pub(super) fn alloc() -> Option<usize> {
-        let mut ids = IDS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ids = IDS.lock().unpoison();
         if let Some(Reverse(s)) = ids.free.pop() {
             return Some(s);
         }
@@ -343,10 +344,7 @@ mod slot_ids {
     }
 
     pub(super) fn free(s: usize) {
-        IDS.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .free
-            .push(Reverse(s));
+        IDS.lock().unpoison().free.push(Reverse(s));
     }
 }
 

@@ -251,6 +251,7 @@ pub(crate) use registry::{alloc_record, free_record, synchronize, GuestRecord};
 /// one execution.)
 mod registry {
     use super::{heavy_barrier, wait_for_readers, PinRecord};
+    use crate::loom::Unpoison;
     use crossbeam_utils::CachePadded;
     use std::sync::Mutex;
 
@@ -266,7 +267,7 @@ mod registry {
     });
 
     fn records() -> std::sync::MutexGuard<'static, Records> {
-        RECORDS.lock().unwrap_or_else(|e| e.into_inner())
+        RECORDS.lock().unpoison()
     }
 
     /// A record for a new holder (a P, or a guest thread).

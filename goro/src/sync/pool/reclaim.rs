@@ -91,6 +91,7 @@
 //!   hold values) would cost a thousand wake-ups a second in a process that
 //!   cycles once a second.
 
+use crate::loom::Unpoison;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -149,7 +150,7 @@ static WORK: Condvar = Condvar::new();
 static IDLE: Condvar = Condvar::new();
 
 fn state() -> MutexGuard<'static, State> {
-    STATE.lock().unwrap_or_else(|e| e.into_inner())
+    STATE.lock().unpoison()
 }
 
 /// Hands `garbage` (storage a cycle has just unlinked) to the reclaimer,
@@ -231,13 +232,10 @@ fn reclaimer_main() {
         if naps < NAPS {
             naps += 1;
             st.mode = Mode::Napping;
-            st = WORK
-                .wait_timeout(st, NAP)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            st = WORK.wait_timeout(st, NAP).unpoison().0;
         } else {
             st.mode = Mode::Sleeping;
-            st = WORK.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = WORK.wait(st).unpoison();
         }
     }
 }
@@ -292,9 +290,6 @@ pub(crate) fn wait_idle(limit: Duration) -> bool {
         if now >= deadline {
             return false;
         }
-        st = IDLE
-            .wait_timeout(st, deadline - now)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
+        st = IDLE.wait_timeout(st, deadline - now).unpoison().0;
     }
 }

@@ -60,6 +60,7 @@
 //! would keep its values forever, and the "dropped by the second cycle"
 //! promise would depend on traffic.
 
+use crate::loom::Unpoison;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -95,7 +96,7 @@ static MAYBE_VALUES: AtomicBool = AtomicBool::new(false);
 static CYCLES: AtomicU64 = AtomicU64::new(0);
 
 fn lock<T>(m: &'static Mutex<T>) -> std::sync::MutexGuard<'static, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    m.lock().unpoison()
 }
 
 /// Adds a new pool to the registry.
