@@ -495,6 +495,7 @@ pub use sched::coop;
 pub mod context;
 pub(crate) mod loom;
 pub mod net;
+pub(crate) mod rng;
 pub mod runtime;
 pub(crate) mod sched;
 pub mod stats;

@@ -24,7 +24,7 @@
 //! optional `default => ...`.
 //!
 //! - When several cases are ready, one is chosen uniformly at random (a cheap
-//!   per-thread xorshift generator), so no case starves.
+//!   per-thread generator, `rng.rs`), so no case starves.
 //! - Exactly one case completes. A send case that is not chosen never puts
 //!   its value in the channel; the value is dropped with the `select!`.
 //!   The send expressions are evaluated once, in source order, on entry (as
@@ -353,37 +353,28 @@ pub(super) fn poll_order<const N: usize>() -> [usize; N] {
     #[allow(unused_mut)] // shuffled only outside loom
     let mut order: [usize; N] = std::array::from_fn(|i| i);
     #[cfg(not(loom))]
-    for i in (1..N).rev() {
-        order.swap(i, rng::below(i + 1));
-    }
+    with_rng(|rng| {
+        for i in (1..N).rev() {
+            order.swap(i, rng.below(i + 1));
+        }
+    });
     order
 }
 
+/// This thread's generator for [`poll_order`].
 #[cfg(not(loom))]
-mod rng {
+fn with_rng<R>(f: impl FnOnce(&mut crate::rng::Rng) -> R) -> R {
+    use crate::rng::Rng;
     use std::cell::Cell;
-    use std::hash::BuildHasher;
-
     thread_local! {
-        static STATE: Cell<u64> = Cell::new(seed());
+        static RNG: Cell<Rng> = Cell::new(Rng::from_entropy(std::thread::current().id()));
     }
-
-    /// A per-thread seed from std's randomly keyed hasher; never zero.
-    fn seed() -> u64 {
-        std::collections::hash_map::RandomState::new().hash_one(std::thread::current().id()) | 1
-    }
-
-    /// A number in `0..n` (xorshift64, then Lemire's multiply-shift).
-    pub(super) fn below(n: usize) -> usize {
-        STATE.with(|s| {
-            let mut x = s.get();
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            s.set(x);
-            ((u128::from(x) * n as u128) >> 64) as usize
-        })
-    }
+    RNG.with(|cell| {
+        let mut rng = cell.replace(Rng::new(0));
+        let r = f(&mut rng);
+        cell.set(rng);
+        r
+    })
 }
 
 /// The future of a `select!` without `default`; resolves to the index of the

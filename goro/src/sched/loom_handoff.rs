@@ -108,7 +108,7 @@ fn model_sched(procs: usize, wake: RunnextWake) -> Arc<Sched> {
 }
 
 fn machine(sched: &Arc<Sched>, spinning: bool) -> Machine {
-    Machine::new(sched.clone(), spinning, 7)
+    Machine::new(sched.clone(), spinning, crate::rng::Rng::new(7))
 }
 
 /// How a spinning M's `find_runnable` ended.

@@ -193,7 +193,7 @@ fn going_idle(sched: &Arc<Sched>, p: usize, spinning: bool) -> bool {
         c.sched.set(Arc::as_ptr(sched));
         c.p.set(p);
     });
-    let mut m = Machine::new(sched.clone(), spinning, 7);
+    let mut m = Machine::new(sched.clone(), spinning, crate::rng::Rng::new(7));
     let found = m.find_runnable();
     let got = found.is_some();
     if let Some((t, _)) = found {

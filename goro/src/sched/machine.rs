@@ -19,6 +19,7 @@
 //! whole ping-pong hop's scheduling; a counter costs nothing.)
 
 use crate::loom::Ordering;
+use crate::rng::Rng;
 use crate::sched::backoff::Backoff;
 use crate::sched::park::{Handoff, Parker};
 use crate::sched::task::Runnable;
@@ -154,7 +155,7 @@ pub(crate) struct Machine {
     pub(crate) spinning: bool,
     /// Consecutive polls that inherited the slice.
     pub(crate) inherited: u32,
-    pub(crate) rng: u64,
+    pub(crate) rng: Rng,
     /// Wakers of tasks the sleeper's blocking poll readied, to be woken
     /// once this M has a P (or, with none to be had, into the global queue).
     pub(crate) ready: Vec<std::task::Waker>,
@@ -166,8 +167,8 @@ pub(crate) struct Machine {
 }
 
 impl Machine {
-    /// An M of `sched` with no P yet; `rng` seeds its victim order (odd).
-    pub(crate) fn new(sched: Arc<Sched>, spinning: bool, rng: u64) -> Machine {
+    /// An M of `sched` with no P yet; `rng` draws its victim order.
+    pub(crate) fn new(sched: Arc<Sched>, spinning: bool, rng: Rng) -> Machine {
         let budget = crate::sched::coop::poll_budget(&sched.policy);
         Machine {
             sched,
@@ -198,13 +199,7 @@ impl Machine {
     }
 
     pub(crate) fn next_rand(&mut self) -> u64 {
-        // xorshift64*: cheap, per thread, good enough for victim order.
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        self.rng.next_u64()
     }
 
     /// Stops spinning after finding work; the last spinner wakes a replacement
@@ -388,13 +383,8 @@ impl Machine {
 /// The body of a worker thread.
 pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
     CTX.with(|c| c.sched.set(Arc::as_ptr(&sched)));
-    let seed = {
-        use std::hash::{BuildHasher, Hasher};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_usize(sched.nthreads.load(Ordering::Relaxed));
-        h.finish() | 1
-    };
-    let mut m = Machine::new(sched, false, seed);
+    let rng = Rng::from_entropy(sched.nthreads.load(Ordering::Relaxed));
+    let mut m = Machine::new(sched, false, rng);
     let mut next = Some(first);
     loop {
         let h = match next.take() {
