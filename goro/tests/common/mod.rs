@@ -113,8 +113,9 @@ pub fn thread_state(tid: u32) -> Option<(char, u64)> {
 
 /// CPU time (user + system) of the whole process.
 pub fn process_cpu() -> Duration {
-    // SAFETY: getrusage writes into the zeroed struct we pass; RUSAGE_SELF is valid.
+    // SAFETY: `rusage` is plain integers, for which all-zero bytes are valid.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we pass; RUSAGE_SELF is valid.
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     assert_eq!(rc, 0, "getrusage failed");
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
