@@ -474,16 +474,5 @@ pub async fn yield_now() {
 /// The spin policy of the runtime this thread belongs to, or the default
 /// outside a runtime.
 pub(crate) fn current_spin_policy() -> SpinPolicy {
-    crate::sched::machine::CTX
-        .try_with(|c| {
-            let s = c.sched.get();
-            if s.is_null() {
-                SpinPolicy::DEFAULT
-            } else {
-                // SAFETY: a non-null context pointer is kept alive by its
-                // setter for as long as it is set (see `current_sched`).
-                unsafe { (*s).policy.spin }
-            }
-        })
-        .unwrap_or(SpinPolicy::DEFAULT)
+    crate::sched::machine::with_current_sched(|s| s.policy.spin).unwrap_or(SpinPolicy::DEFAULT)
 }

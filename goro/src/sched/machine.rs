@@ -121,30 +121,40 @@ pub(crate) fn with_current_p<R>(
     with_current_sched(|s| current_p(s).map(|p| f(&s.ps[p]))).flatten()
 }
 
+/// The runtime the current thread works for and the P it holds (`NO_P`
+/// for none), read in one thread-local access: the one place that turns
+/// the context's pointer into a reference.
+///
+/// # Safety
+///
+/// The reference must not outlive the current thread's stay in that
+/// runtime: drop it before returning to the scheduler (an M may then
+/// leave, and a `block_on` caller's `EnterGuard` reset the context and
+/// drop its `Arc`).
+#[inline(always)]
+pub(crate) unsafe fn current<'a>() -> (Option<&'a Sched>, usize) {
+    let (s, p) = CTX
+        .try_with(|c| (c.sched.get(), c.p.get()))
+        .unwrap_or((ptr::null(), NO_P));
+    // SAFETY: a non-null pointer came from `Arc::as_ptr` of an Arc that the
+    // thread-local's setter (`m_main`, `EnterGuard`) keeps alive until it
+    // resets the pointer, which happens only when this thread leaves the
+    // runtime, after the caller has dropped the reference (the contract).
+    (unsafe { s.as_ref() }, p)
+}
+
 /// Runs `f` with the runtime the current thread works for, without touching
 /// its reference count (a shared counter every P would bounce).
 pub(crate) fn with_current_sched<R>(f: impl FnOnce(&Sched) -> R) -> Option<R> {
-    let p = CTX.try_with(|c| c.sched.get()).ok()?;
-    // SAFETY: a non-null pointer came from `Arc::as_ptr` of an Arc that the
-    // thread-local's setter (`m_main`, `EnterGuard`) keeps alive until it
-    // resets the pointer, which cannot happen while `f` runs on this thread.
-    let s = unsafe { p.as_ref() }?;
-    Some(f(s))
+    // SAFETY: the reference lives only while `f` runs on this thread, which
+    // does not leave the runtime meanwhile.
+    let (s, _) = unsafe { current() };
+    s.map(f)
 }
 
 /// The runtime the current thread works for, as a new `Arc`.
 pub(crate) fn current_sched() -> Option<Arc<Sched>> {
-    let p = CTX.try_with(|c| c.sched.get()).ok()?;
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: `p` came from `Arc::as_ptr` of an Arc that the thread-local's
-    // setter keeps alive until it clears the pointer, which it does before
-    // dropping that Arc; so the count is at least one here.
-    unsafe {
-        Arc::increment_strong_count(p);
-        Some(Arc::from_raw(p))
-    }
+    with_current_sched(|s| s.me.upgrade()).flatten()
 }
 
 /// One worker thread's private state.

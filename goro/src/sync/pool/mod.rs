@@ -102,7 +102,6 @@ pub(crate) use local::ProcSlot;
 pub(crate) use victim::{any_values, cycle_all, cycles, monitor_cycle};
 
 use self::core::{Found, PoolCore, Who};
-use crate::sched::machine::CTX;
 use crate::sched::NO_P;
 use crate::stats::{bump, bump_shared, Counters};
 use std::fmt;
@@ -353,13 +352,10 @@ std::thread_local! {
 /// the context names, which is what the lifetime `'a` stands for.
 #[inline(always)]
 unsafe fn here<'a>() -> (Who<'a>, Counts<'a>) {
-    let (sched, p) = CTX
-        .try_with(|c| (c.sched.get(), c.p.get()))
-        .unwrap_or((std::ptr::null(), NO_P));
-    // SAFETY: a non-null context pointer is kept alive by its setter for as
-    // long as it is set (see `machine::current_sched`), and it stays set
-    // until the caller next returns to the scheduler (the contract above).
-    match unsafe { sched.as_ref() } {
+    // SAFETY: our caller drops the result before it returns to the
+    // scheduler (the contract above), so the runtime stays entered.
+    let (sched, p) = unsafe { crate::sched::machine::current() };
+    match sched {
         Some(s) if p != NO_P => {
             let proc = &s.ps[p];
             let (slot, rec) = proc.pool.get();
