@@ -4,6 +4,7 @@
 #
 #   nice -n 19 scripts/valgrind.sh              # every test binary
 #   nice -n 19 scripts/valgrind.sh sched_basic pool_cycle   # only these
+#   scripts/valgrind.sh --ci                     # CI's fast subset (.ci/run)
 #
 # Environment: VALGRIND_JOBS (binaries at once, default 2), VALGRIND_TIMEOUT
 # (seconds per binary, default 3600), VALGRIND_OUT (logs, default
@@ -21,13 +22,31 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# CI's subset: one binary per area (scheduler, channels, timers, pool,
+# network), chosen for coverage per second under memcheck. Its summary is
+# kept in bench/results/ (RELIABILITY.md, "Memory").
+CI_SUBSET=(sched_basic chan_basic time_chan_timers pool_cycle net_echo)
+if [[ "${1:-}" == "--ci" ]]; then
+    shift
+    set -- "${CI_SUBSET[@]}" "$@"
+fi
+
 JOBS=${VALGRIND_JOBS:-2}
 TIMEOUT=${VALGRIND_TIMEOUT:-3600}
 OUT=${VALGRIND_OUT:-target/valgrind}
 SUPP=scripts/valgrind.supp
 
-command -v valgrind >/dev/null || { echo "valgrind.sh: valgrind not found on PATH" >&2; exit 2; }
-command -v jq >/dev/null || { echo "valgrind.sh: jq not found on PATH (it reads cargo's JSON)" >&2; exit 2; }
+# valgrind and jq (which reads cargo's JSON): installed with apt-get when
+# missing and the script runs as root (CI); otherwise it says what to install.
+if ! command -v valgrind >/dev/null || ! command -v jq >/dev/null; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+        echo "=== installing valgrind and jq (apt-get)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind jq >/dev/null
+    fi
+fi
+command -v valgrind >/dev/null || { echo "valgrind.sh: valgrind not found on PATH (apt-get install valgrind)" >&2; exit 2; }
+command -v jq >/dev/null || { echo "valgrind.sh: jq not found on PATH (it reads cargo's JSON; apt-get install jq)" >&2; exit 2; }
 
 # Tests skipped under valgrind, as "binary test-name-substring reason".
 # Each is run natively by `cargo test`; under memcheck it cannot pass or
@@ -57,8 +76,22 @@ sysroot=$(rustc --print sysroot)
 host=$(rustc -vV | sed -n 's/^host: //p')
 export LD_LIBRARY_PATH="$sysroot/lib:$sysroot/lib/rustlib/$host/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-echo "=== building test binaries (release)"
-bins=$(cargo test --release --workspace --no-run --message-format=json |
+# Named binaries that are all goro integration tests: build only those
+# (CI's subset); otherwise every test binary of the workspace.
+build=(--workspace)
+if (($# > 0)); then
+    build=(-p goro)
+    for name in "$@"; do
+        if [[ -f "goro/tests/$name.rs" ]]; then
+            build+=(--test "$name")
+        else
+            build=(--workspace)
+            break
+        fi
+    done
+fi
+echo "=== building test binaries (release): ${build[*]}"
+bins=$(cargo test --release "${build[@]}" --no-run --message-format=json |
     jq -r 'select(.reason == "compiler-artifact" and .executable != null and .profile.test)
            | "\(.target.name) \(.executable)"' | sort)
 [[ -n "$bins" ]] || { echo "valgrind.sh: cargo listed no test binaries" >&2; exit 2; }

@@ -178,9 +178,11 @@ fn reset_moves_a_timer_and_no_stale_value_arrives_after_it() {
         let rt = rt(2);
         rt.block_on(async {
             let t = Timer::new(Duration::from_millis(1));
-            sleep(Duration::from_millis(5)).await; // fired: value buffered
-                                                   // Go 1.23+: a value that was never received counts as pending
-                                                   // (Reset and Stop return true, and the value is discarded).
+            // Past the deadline (sleeps never end early): the timer is due,
+            // fired or not. Go 1.23+: a value that was never received
+            // counts as pending (Reset and Stop return true, and the value
+            // is discarded).
+            sleep(Duration::from_millis(5)).await;
             assert!(
                 t.reset(Duration::from_secs(3600)),
                 "undelivered value is pending"
