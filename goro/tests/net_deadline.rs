@@ -129,7 +129,7 @@ fn a_past_deadline_fails_a_waiting_read_at_once() {
                 let c = c.clone();
                 async move { c.read(&mut [0; 4]).await }
             });
-            wait_parked(&parked, "the reader parks on the socket").await;
+            wait_parked(&reader, &parked, "the reader parks on the socket").await;
             c.set_read_deadline(Some(Instant::now() - Duration::from_secs(1)));
             let r = reader.await.unwrap();
             assert_eq!(r.unwrap_err().kind(), ErrorKind::TimedOut);
@@ -143,8 +143,6 @@ fn deadline_moved_later_while_waiting_does_not_fire_early() {
         rt(2).block_on(async {
             let (c, s) = pair().await;
             let c = Arc::new(c);
-            let first = Instant::now() + Duration::from_millis(30);
-            c.set_read_deadline(Some(first));
             let (reader, parked) = spawn_parked({
                 let c = c.clone();
                 async move {
@@ -152,13 +150,12 @@ fn deadline_moved_later_while_waiting_does_not_fire_early() {
                     read_exact(&c, &mut b).await.map(|_| b)
                 }
             });
-            wait_parked(&parked, "the reader parks before its first deadline").await;
-            assert!(
-                Instant::now() < first,
-                "the reader took 30 ms to park: the test proves nothing on this machine"
-            );
-            // Moved while the read is parked on the socket.
+            wait_parked(&reader, &parked, "the reader parks").await;
+            // Set, then moved later, while the read is parked on the socket.
+            let first = Instant::now() + Duration::from_millis(200);
+            c.set_read_deadline(Some(first));
             c.set_read_deadline(Some(Instant::now() + Duration::from_secs(30)));
+            assert_before(first, "moving the deadline");
             // Past the first deadline (the point of the test, not a settle).
             goro::time::sleep_until(first + Duration::from_millis(20)).await;
             assert!(!reader.is_finished(), "the read ended at the old deadline");
@@ -182,12 +179,12 @@ fn deadline_moved_while_a_read_is_parked_fires_at_the_new_time() {
                 spawn_parked(async move { c.read(&mut [0; 4]).await })
             };
 
-            // Later.
-            c.set_read_deadline(Some(Instant::now() + Duration::from_millis(20)));
+            // Later: both deadlines set while the read is parked, so
+            // neither can pass before it parks however slow the machine.
+            c.set_read_deadline(None);
             let (reader, parked) = parked_read(&c);
-            wait_parked(&parked, "reader parks (later)").await;
-            let later = Instant::now() + Duration::from_millis(80);
-            c.set_read_deadline(Some(later));
+            wait_parked(&reader, &parked, "reader parks (later)").await;
+            let later = move_later(|d| c.set_read_deadline(d));
             let e = reader.await.unwrap().unwrap_err();
             assert_eq!(e.kind(), ErrorKind::TimedOut, "got {e:?}");
             assert_not_early(later, "read deadline moved later");
@@ -195,7 +192,7 @@ fn deadline_moved_while_a_read_is_parked_fires_at_the_new_time() {
             // Earlier (from an hour away to 30 ms away).
             c.set_read_deadline(Some(Instant::now() + Duration::from_secs(3600)));
             let (reader, parked) = parked_read(&c);
-            wait_parked(&parked, "reader parks (earlier)").await;
+            wait_parked(&reader, &parked, "reader parks (earlier)").await;
             let earlier = Instant::now() + Duration::from_millis(30);
             c.set_read_deadline(Some(earlier));
             let e = reader.await.unwrap().unwrap_err();
@@ -203,11 +200,13 @@ fn deadline_moved_while_a_read_is_parked_fires_at_the_new_time() {
             assert_not_early(earlier, "read deadline moved earlier");
 
             // Cleared: the old deadline passes, then data arrives.
-            let old = Instant::now() + Duration::from_millis(20);
-            c.set_read_deadline(Some(old));
-            let (reader, parked) = parked_read(&c);
-            wait_parked(&parked, "reader parks (cleared)").await;
             c.set_read_deadline(None);
+            let (reader, parked) = parked_read(&c);
+            wait_parked(&reader, &parked, "reader parks (cleared)").await;
+            let old = Instant::now() + Duration::from_millis(200);
+            c.set_read_deadline(Some(old));
+            c.set_read_deadline(None);
+            assert_before(old, "clearing the read deadline");
             goro::time::sleep_until(old + Duration::from_millis(20)).await;
             assert!(!reader.is_finished(), "a cleared deadline fired");
             s.write_all(b"data").await.unwrap();
@@ -241,18 +240,16 @@ fn deadline_moved_while_a_write_is_parked_fires_at_the_new_time() {
                 })
             };
 
-            c.set_write_deadline(Some(Instant::now() + Duration::from_millis(20)));
             let (writer, parked) = parked_write(&c);
-            wait_parked(&parked, "writer parks (later)").await;
-            let later = Instant::now() + Duration::from_millis(80);
-            c.set_write_deadline(Some(later));
+            wait_parked(&writer, &parked, "writer parks (later)").await;
+            let later = move_later(|d| c.set_write_deadline(d));
             let e = writer.await.unwrap();
             assert_eq!(e.kind(), ErrorKind::TimedOut, "got {e:?}");
             assert_not_early(later, "write deadline moved later");
 
             c.set_write_deadline(Some(Instant::now() + Duration::from_secs(3600)));
             let (writer, parked) = parked_write(&c);
-            wait_parked(&parked, "writer parks (earlier)").await;
+            wait_parked(&writer, &parked, "writer parks (earlier)").await;
             let earlier = Instant::now() + Duration::from_millis(30);
             c.set_write_deadline(Some(earlier));
             let e = writer.await.unwrap();
@@ -262,7 +259,7 @@ fn deadline_moved_while_a_write_is_parked_fires_at_the_new_time() {
             // Into the past while parked: fails at once.
             c.set_write_deadline(None);
             let (writer, parked) = parked_write(&c);
-            wait_parked(&parked, "writer parks (past)").await;
+            wait_parked(&writer, &parked, "writer parks (past)").await;
             c.set_write_deadline(Some(Instant::now() - Duration::from_secs(1)));
             let e = writer.await.unwrap();
             assert_eq!(e.kind(), ErrorKind::TimedOut, "got {e:?}");
@@ -329,20 +326,20 @@ fn accept_deadline_moved_while_parked() {
                 let l = l.clone();
                 spawn_parked(async move { l.accept().await.map(|_| ()) })
             };
-            l.set_deadline(Some(Instant::now() + Duration::from_millis(20)));
             let (acceptor, parked) = parked_accept(&l);
-            wait_parked(&parked, "accept parks (later)").await;
-            let later = Instant::now() + Duration::from_millis(80);
-            l.set_deadline(Some(later));
+            wait_parked(&acceptor, &parked, "accept parks (later)").await;
+            let later = move_later(|d| l.set_deadline(d));
             let e = acceptor.await.unwrap().unwrap_err();
             assert_eq!(e.kind(), ErrorKind::TimedOut, "got {e:?}");
             assert_not_early(later, "accept deadline moved later");
 
-            let old = Instant::now() + Duration::from_millis(20);
-            l.set_deadline(Some(old));
-            let (acceptor, parked) = parked_accept(&l);
-            wait_parked(&parked, "accept parks (cleared)").await;
             l.set_deadline(None);
+            let (acceptor, parked) = parked_accept(&l);
+            wait_parked(&acceptor, &parked, "accept parks (cleared)").await;
+            let old = Instant::now() + Duration::from_millis(200);
+            l.set_deadline(Some(old));
+            l.set_deadline(None);
+            assert_before(old, "clearing the accept deadline");
             goro::time::sleep_until(old + Duration::from_millis(20)).await;
             assert!(!acceptor.is_finished(), "a cleared accept deadline fired");
             let c = TcpStream::connect(addr).await.unwrap();
@@ -366,14 +363,12 @@ fn udp_deadlines_moved_while_parked_and_the_write_deadline() {
             let b = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
             let b_addr = b.local_addr().unwrap();
 
-            b.set_read_deadline(Some(Instant::now() + Duration::from_millis(20)));
             let (receiver, parked) = spawn_parked({
                 let b = b.clone();
                 async move { b.recv_from(&mut [0; 8]).await.map(|(n, _)| n) }
             });
-            wait_parked(&parked, "recv_from parks").await;
-            let later = Instant::now() + Duration::from_millis(80);
-            b.set_read_deadline(Some(later));
+            wait_parked(&receiver, &parked, "recv_from parks").await;
+            let later = move_later(|d| b.set_read_deadline(d));
             let e = receiver.await.unwrap().unwrap_err();
             assert_eq!(e.kind(), ErrorKind::TimedOut, "got {e:?}");
             assert_not_early(later, "udp read deadline moved later");
@@ -466,11 +461,33 @@ fn spawn_parked<T: Send + 'static>(
 }
 
 /// Waits (yielding to the runtime) until `parked` is set, failing with
-/// `what` after 10 s.
-async fn wait_parked(parked: &AtomicBool, what: &str) {
+/// `what` if the task ends without parking or after 10 s.
+async fn wait_parked<T>(task: &goro::JoinHandle<T>, parked: &AtomicBool, what: &str) {
     let limit = Instant::now() + Duration::from_secs(10);
     while !parked.load(Ordering::SeqCst) {
+        assert!(!task.is_finished(), "the operation ended without parking: {what}");
         assert!(Instant::now() < limit, "not parked within 10 s: {what}");
         goro::yield_now().await;
     }
+}
+
+/// With an operation parked: sets a deadline 200 ms away, then moves it
+/// later (300 ms from the second call); returns the later one. Fails,
+/// saying the check is inconclusive, if the first had passed by then.
+fn move_later(set: impl Fn(Option<Instant>)) -> Instant {
+    let first = Instant::now() + Duration::from_millis(200);
+    set(Some(first));
+    let later = Instant::now() + Duration::from_millis(300);
+    set(Some(later));
+    assert_before(first, "moving the deadline later");
+    later
+}
+
+/// Fails if `deadline` has already passed: the step before it took so long
+/// that the check that follows cannot tell an early fire from a due one.
+fn assert_before(deadline: Instant, what: &str) {
+    assert!(
+        Instant::now() < deadline,
+        "{what} took until past the first deadline: inconclusive on a machine this slow"
+    );
 }
