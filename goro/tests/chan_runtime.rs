@@ -106,7 +106,7 @@ fn select_between_tasks_on_several_procs_delivers_everything_once() {
             &format!("select fan-in procs={procs}"),
             move || {
                 let rt = goro::Runtime::builder().procs(procs).build().unwrap();
-                let total = rt.block_on(async {
+                let got = rt.block_on(async {
                 let (a_tx, a_rx) = goro::chan::bounded::<u64>(0);
                 let (b_tx, b_rx) = goro::chan::bounded::<u64>(4);
                 let pa = goro::spawn(async move {
@@ -119,25 +119,39 @@ fn select_between_tasks_on_several_procs_delivers_everything_once() {
                         b_tx.send(i).await.unwrap();
                     }
                 });
-                let (mut sum, mut open) = (0u64, 2);
+                // Every value, per channel, in the order received: each
+                // channel has one sender, so exactly once means exactly
+                // 0..5000 in order (a sum would hide a duplicate that
+                // makes up for a loss).
+                let (mut a_got, mut b_got) = (Vec::new(), Vec::new());
+                let mut open = 2;
                 let (mut a_open, mut b_open) = (true, true);
                 while open > 0 {
                     if a_open && b_open {
                         goro::select! {
-                            recv(a_rx) -> m => match m { Ok(v) => sum += v, Err(_) => { a_open = false; open -= 1; } },
-                            recv(b_rx) -> m => match m { Ok(v) => sum += v, Err(_) => { b_open = false; open -= 1; } },
+                            recv(a_rx) -> m => match m { Ok(v) => a_got.push(v), Err(_) => { a_open = false; open -= 1; } },
+                            recv(b_rx) -> m => match m { Ok(v) => b_got.push(v), Err(_) => { b_open = false; open -= 1; } },
                         }
                     } else if a_open {
-                        match a_rx.recv().await { Ok(v) => sum += v, Err(_) => { a_open = false; open -= 1; } }
+                        match a_rx.recv().await { Ok(v) => a_got.push(v), Err(_) => { a_open = false; open -= 1; } }
                     } else {
-                        match b_rx.recv().await { Ok(v) => sum += v, Err(_) => { b_open = false; open -= 1; } }
+                        match b_rx.recv().await { Ok(v) => b_got.push(v), Err(_) => { b_open = false; open -= 1; } }
                     }
                 }
                 pa.await.unwrap();
                 pb.await.unwrap();
-                sum
+                (a_got, b_got)
             });
-                assert_eq!(total, 2 * (0..5000u64).sum::<u64>());
+                let want: Vec<u64> = (0..5000).collect();
+                for (name, got) in [("a (rendezvous)", &got.0), ("b (cap 4)", &got.1)] {
+                    if *got != want {
+                        let first_bad = got.iter().zip(&want).position(|(g, w)| g != w);
+                        panic!(
+                            "procs={procs}: channel {name} delivered {} values, not 0..5000 once each in order; first difference at index {first_bad:?}",
+                            got.len()
+                        );
+                    }
+                }
             },
         );
     }

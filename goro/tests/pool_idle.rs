@@ -13,7 +13,7 @@ mod support;
 use common::{thread_state, threads_named, wait_until};
 use goro::sync::Pool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::Ledger;
 
 #[test]
@@ -46,7 +46,6 @@ fn idle_runtime_cycles_pooled_values_out_then_sleeps() {
             h.await.unwrap();
         }
     });
-    let idle_at = Instant::now();
     // A thread outside the runtime keeps a value in another pool all along.
     let other = Arc::new(Pool::new(|| 0u64));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -67,9 +66,16 @@ fn idle_runtime_cycles_pooled_values_out_then_sleeps() {
     assert_eq!(ledger.double_drops(), 0);
     let cycles = rt.stats().pool_cycles - cycles0;
     assert!(cycles >= 2, "values dropped after only {cycles} cycles");
+    // Exact, per value: a value given back lives through two cycles, and
+    // a cycle starts at least one interval after the previous one ended
+    // (`sync/pool/victim.rs`), so no value is dropped sooner than one
+    // interval after its `release` (which precedes its `put`).
+    let life = ledger
+        .min_pooled_life()
+        .expect("values were pooled and dropped");
     assert!(
-        idle_at.elapsed() >= interval,
-        "values dropped before one interval had passed"
+        life >= interval,
+        "a value was dropped {life:?} after it was put back, under one interval ({interval:?})"
     );
 
     // Then the monitor sleeps, although the toucher keeps "some pool holds

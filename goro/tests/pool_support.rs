@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// Pools are process-wide and a cycle rotates every pool, so the tests of a
 /// binary that count cycles run one at a time.
@@ -28,6 +29,9 @@ pub struct Ledger {
 struct Flags {
     held: AtomicBool,
     dropped: AtomicBool,
+    /// When the value was last released (given back) and when dropped.
+    released_at: Mutex<Option<Instant>>,
+    dropped_at: Mutex<Option<Instant>>,
 }
 
 impl Ledger {
@@ -70,6 +74,22 @@ impl Ledger {
     pub fn double_drops(&self) -> usize {
         self.double_drops.load(SeqCst)
     }
+
+    /// The shortest time a value stayed in a pool: from its last `release`
+    /// (which the caller does before `put`) to its drop, over the values
+    /// that were released and dropped. `None` if there are none.
+    pub fn min_pooled_life(&self) -> Option<Duration> {
+        self.out
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|f| {
+                let r = (*f.released_at.lock().unwrap())?;
+                let d = (*f.dropped_at.lock().unwrap())?;
+                Some(d.saturating_duration_since(r))
+            })
+            .min()
+    }
 }
 
 /// A pooled value that knows its ledger.
@@ -97,12 +117,14 @@ impl Tracked {
             "value {} released twice",
             self.id
         );
+        *self.flags.released_at.lock().unwrap() = Some(Instant::now());
         self
     }
 }
 
 impl Drop for Tracked {
     fn drop(&mut self) {
+        *self.flags.dropped_at.lock().unwrap() = Some(Instant::now());
         if self.flags.dropped.swap(true, SeqCst) {
             self.ledger.double_drops.fetch_add(1, SeqCst);
         } else {

@@ -253,15 +253,21 @@ fn timer_received_with_recv_blocking_on_a_plain_thread_fires() {
             (Duration::from_millis(20), Duration::ZERO),
             (Duration::from_millis(1), Duration::from_millis(5)),
         ] {
-            let (t, t0) = rt.block_on(async move { (Timer::new(d), Instant::now()) });
+            // Before either timer computes its deadline (exact: goro's
+            // timer clock is `Instant`'s, `time/clock.rs`).
+            let deadline = Instant::now() + d;
+            let t = rt.block_on(async move { Timer::new(d) });
             let after_rx = rt.block_on(async move { after(d) });
             std::thread::sleep(wait); // let the deadline pass when asked to
-            let got =
-                std::thread::spawn(move || (t.rx().recv_blocking(), after_rx.recv_blocking()))
-                    .join()
-                    .expect("plain receiving thread");
+            let got = std::thread::spawn(move || {
+                let a = t.rx().recv_blocking();
+                let b = after_rx.recv_blocking();
+                (a, b, Instant::now())
+            })
+            .join()
+            .expect("plain receiving thread");
             assert!(got.0.is_ok() && got.1.is_ok(), "{got:?}");
-            assert!(t0.elapsed() >= d, "fired early");
+            assert!(got.2 >= deadline, "fired {:?} early", deadline - got.2);
         }
     });
 }
@@ -270,15 +276,24 @@ fn timer_received_with_recv_blocking_on_a_plain_thread_fires() {
 fn timer_made_on_one_runtime_fires_for_a_task_of_another() {
     within(LIMIT, "timer across runtimes", || {
         let (home, other) = (rt(1), rt(2));
+        // Taken before the timer computes its own deadline, which is later:
+        // goro's timer clock is `Instant`'s exactly (`time/clock.rs`), so
+        // no slack is allowed.
+        let deadline = Instant::now() + Duration::from_millis(20);
         let t = home.block_on(async { Timer::new(Duration::from_millis(20)) });
-        let t0 = Instant::now();
         let h = other.spawn(async move {
             let at = t.rx().recv().await;
             (at, t.stop())
         });
         let (at, stopped) = other.block_on(h).expect("receiving task");
-        at.expect("the timer fires");
-        assert!(t0.elapsed() >= Duration::from_millis(15), "fired early");
+        let at = at.expect("the timer fires");
+        let now = Instant::now();
+        assert!(
+            at >= deadline && now >= deadline,
+            "fired early: value {:?}, received {:?} before the deadline",
+            deadline.saturating_duration_since(at),
+            deadline.saturating_duration_since(now)
+        );
         assert!(!stopped, "received, so nothing pending");
     });
 }

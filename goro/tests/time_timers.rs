@@ -178,19 +178,30 @@ fn reset_moves_a_timer_and_no_stale_value_arrives_after_it() {
         let rt = rt(2);
         rt.block_on(async {
             let t = Timer::new(Duration::from_millis(1));
-            sleep(Duration::from_millis(5)).await; // fired: value buffered
-                                                   // Go 1.23+: a value that was never received counts as pending
-                                                   // (Reset and Stop return true, and the value is discarded).
+            // Past the deadline (sleeps never end early): the timer is due,
+            // fired or not. Go 1.23+: a value that was never received
+            // counts as pending (Reset and Stop return true, and the value
+            // is discarded).
+            sleep(Duration::from_millis(5)).await;
             assert!(
                 t.reset(Duration::from_secs(3600)),
                 "undelivered value is pending"
             );
             // Go 1.23: the buffered value from before reset is gone.
             assert!(t.rx().try_recv().is_err(), "stale value after reset");
+            // The deadline is taken before the reset computes its own, so
+            // the timer's (later by the call's length) may not precede it:
+            // goro's clock is `Instant`'s, exactly (`time/clock.rs`).
+            let deadline = Instant::now() + Duration::from_millis(2);
             assert!(t.reset(Duration::from_millis(2)), "armed for an hour");
-            let before = Instant::now();
-            t.rx().recv().await.unwrap();
-            assert!(before.elapsed() >= Duration::from_millis(1));
+            let at = t.rx().recv().await.unwrap();
+            let now = Instant::now();
+            assert!(
+                at >= deadline && now >= deadline,
+                "a 2 ms reset fired early: value {:?}, received {:?} before the deadline",
+                deadline.saturating_duration_since(at),
+                deadline.saturating_duration_since(now)
+            );
             // Reset later (lazy path) then earlier (new entry).
             t.reset(Duration::from_millis(1));
             t.reset(Duration::from_secs(3600));
@@ -247,7 +258,7 @@ fn four_hundred_thousand_live_timers_with_random_stop_and_reset() {
     within(Duration::from_secs(120), "400k timers", || {
         let rt = rt(2);
         let fired = Arc::new(AtomicUsize::new(0));
-        rt.block_on(async {
+        let stops = rt.block_on(async {
             let mut timers = Vec::with_capacity(400_000);
             let mut x: u64 = 0x9E3779B97F4A7C15;
             for _ in 0..400_000 {
@@ -257,12 +268,22 @@ fn four_hundred_thousand_live_timers_with_random_stop_and_reset() {
                 }));
             }
             let mut stopped = 0;
-            for t in &timers {
+            // Stopped here and not among the 1000 re-armed below.
+            let mut stopped_for_good = 0;
+            for (i, t) in timers.iter().enumerate() {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
                 match x % 4 {
-                    0 => stopped += usize::from(t.stop()),
+                    0 => {
+                        let was = t.stop();
+                        assert!(
+                            was,
+                            "timer {i}: an armed timer is pending at its first stop"
+                        );
+                        stopped += 1;
+                        stopped_for_good += usize::from(i >= 1000);
+                    }
                     1 => {
                         t.reset(Duration::from_secs(7200));
                     }
@@ -287,13 +308,22 @@ fn four_hundred_thousand_live_timers_with_random_stop_and_reset() {
                 1000,
                 "only the re-armed timers fired"
             );
+            // Still armed: all but the stopped ones and the 1000 that fired.
+            let mut stopped_at_end = 0;
             for t in &timers {
-                t.stop();
+                stopped_at_end += usize::from(t.stop());
             }
+            assert_eq!(
+                stopped_at_end,
+                400_000 - 1000 - stopped_for_good,
+                "every timer still armed is pending at the end, and no other"
+            );
+            stopped + stopped_at_end
         });
         let s = rt.stats();
-        // Every timer was stopped exactly once, except the 1000 that fired.
-        assert!(s.timers_stopped >= 399_000, "{s:?}");
+        // The runtime counted each successful stop once: no stop was lost
+        // or counted twice, and none of the 1000 fired timers was stopped.
+        assert_eq!(s.timers_stopped as usize, stops, "{s:?}");
     });
 }
 
@@ -339,7 +369,9 @@ fn a_sleeping_runtime_wakes_for_its_timer() {
         assert!(took >= Duration::from_millis(50), "early: {took:?}");
         assert!(took < Duration::from_secs(5), "woke far too late: {took:?}");
         // A timer armed while everything sleeps.
-        std::thread::sleep(Duration::from_millis(20));
+        common::wait_until(Duration::from_secs(10), "every P idle", || {
+            rt.schedtrace().contains("idleprocs=4")
+        });
         let t0 = Instant::now();
         rt.block_on(async { sleep(Duration::from_millis(30)).await });
         let took = t0.elapsed();

@@ -530,6 +530,10 @@ mod loom_tests {
     //! loom model of the slot table's protocol (registration, close, slot
     //! reuse, event delivery), with epoll replaced by the tokens it would
     //! report. `RUSTFLAGS="--cfg loom" cargo test -p goro --lib --release loom_poller`
+    //!
+    //! CI (`.ci/run`) runs these with `LOOM_MAX_PREEMPTIONS=3` (at most 3
+    //! preemptions per execution); without the variable loom explores them
+    //! with no preemption bound.
     use super::*;
     use crate::loom::{thread, AtomicBool, Mutex};
     use crate::net::scheduled_io::Direction;

@@ -236,6 +236,10 @@ mod loom_tests {
     //! loop against the poller's event delivery, with epoll replaced by a
     //! model socket (an atomic byte count) and a model event source.
     //! `RUSTFLAGS="--cfg loom" cargo test -p goro --lib --release loom_io`
+    //!
+    //! CI (`.ci/run`) runs these with `LOOM_MAX_PREEMPTIONS=3` (at most 3
+    //! preemptions per execution); the command above, without the
+    //! variable, explores them with no preemption bound.
     use super::*;
     use crate::loom::{thread, AtomicBool, AtomicUsize, Ordering};
     use std::task::Wake;

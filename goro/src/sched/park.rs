@@ -155,6 +155,10 @@ mod loom_tests {
     //! deadlock if it is), even when another M's non-blocking poll takes
     //! the break. The epoll is a model: a lock (the poller's), a flag (the
     //! eventfd's pending event) and a condvar.
+    //!
+    //! CI (`.ci/run`) runs these with `LOOM_MAX_PREEMPTIONS=3` (at most 3
+    //! preemptions per execution); without the variable loom explores them
+    //! with no preemption bound.
     use super::*;
     use crate::loom::thread;
 

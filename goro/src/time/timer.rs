@@ -610,6 +610,10 @@ impl TimerQueue {
 mod loom_tests {
     //! loom models of the timer state machine across two Ps' heaps.
     //! `RUSTFLAGS="--cfg loom" cargo test -p goro --lib --release loom_timer`
+    //!
+    //! CI (`.ci/run`) runs these with `LOOM_MAX_PREEMPTIONS=3` (at most 3
+    //! preemptions per execution); the command above, without the
+    //! variable, explores them with no preemption bound.
     use super::*;
     use crate::loom::thread;
     use std::sync::atomic::AtomicUsize as StdCount;
