@@ -20,6 +20,7 @@ impl Rng {
 
     /// A generator seeded from std's randomly keyed hasher and `salt` (a
     /// thread id, a thread number): different in every thread and run.
+    #[cfg_attr(loom, allow(dead_code))] // under loom, orders are fixed
     pub(crate) fn from_entropy(salt: impl std::hash::Hash) -> Rng {
         use std::hash::BuildHasher;
         Rng::new(std::collections::hash_map::RandomState::new().hash_one(salt))

@@ -29,6 +29,9 @@ pub(crate) mod heap;
 mod sleep;
 mod ticker;
 pub(crate) mod timer;
+// loom models of the timer state machine (issue 15: beside, not inside, timer.rs).
+#[cfg(all(test, loom))]
+mod loom_timer;
 
 pub use sleep::{sleep, sleep_until, timeout, Elapsed, Sleep, Timeout};
 pub use ticker::Ticker;
