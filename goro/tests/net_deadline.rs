@@ -465,7 +465,10 @@ fn spawn_parked<T: Send + 'static>(
 async fn wait_parked<T>(task: &goro::JoinHandle<T>, parked: &AtomicBool, what: &str) {
     let limit = Instant::now() + Duration::from_secs(10);
     while !parked.load(Ordering::SeqCst) {
-        assert!(!task.is_finished(), "the operation ended without parking: {what}");
+        assert!(
+            !task.is_finished(),
+            "the operation ended without parking: {what}"
+        );
         assert!(Instant::now() < limit, "not parked within 10 s: {what}");
         goro::yield_now().await;
     }
