@@ -18,10 +18,9 @@ use goro::sync::Mutex;
 use loom::sync::Arc;
 use loom::thread;
 
-/// Explores with at most 5 preemptions per execution when run by hand
-/// (about 6 s for the whole file in release; unbounded takes minutes).
-/// `LOOM_MAX_PREEMPTIONS` overrides the bound: CI (`.ci/run`) sets it to
-/// 3, so in CI these models run at bound 3, not 5.
+/// Explores with at most 5 preemptions per execution (about 5 s for the
+/// whole file in release; unbounded takes minutes), as `.ci/run` runs it
+/// (without `LOOM_MAX_PREEMPTIONS`, which overrides the bound).
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound.get_or_insert(5);
