@@ -334,6 +334,39 @@ impl<T: Borrow<TcpStream> + Unpin> Write for GoroIo<T> {
     }
 }
 
+/// tokio's io traits on [`GoroIo`] (features `hyper` and `tokio-io`), so a
+/// layer written against them (tokio-rustls) can sit on it and keep its
+/// write timeout: `TlsStream<GoroIo<TcpStream>>`.
+#[cfg(feature = "tokio-io")]
+impl<T: Borrow<TcpStream> + Unpin> tokio::io::AsyncRead for GoroIo<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        tokio::io::AsyncRead::poll_read(Pin::new(&mut self.stream.borrow()), cx, buf)
+    }
+}
+
+#[cfg(feature = "tokio-io")]
+impl<T: Borrow<TcpStream> + Unpin> tokio::io::AsyncWrite for GoroIo<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Write::poll_write(self, cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Write::poll_flush(self, cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Write::poll_shutdown(self, cx)
+    }
+}
+
 impl<T: Borrow<TcpStream>> fmt::Debug for GoroIo<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GoroIo")
