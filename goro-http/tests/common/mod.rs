@@ -69,6 +69,14 @@ pub struct Gauge {
     pub started: AtomicUsize,
 }
 
+struct InFlight(Arc<Gauge>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 #[derive(serde::Deserialize)]
 pub struct SlowQuery {
     ms: u64,
@@ -94,8 +102,9 @@ pub fn app(gauge: Arc<Gauge>) -> Router {
                     g.started.fetch_add(1, Ordering::SeqCst);
                     let now = g.now.fetch_add(1, Ordering::SeqCst) + 1;
                     g.peak.fetch_max(now, Ordering::SeqCst);
+                    // `now` counts down when the handler ends or is dropped.
+                    let _in_flight = InFlight(g);
                     goro::time::sleep(Duration::from_millis(q.ms)).await;
-                    g.now.fetch_sub(1, Ordering::SeqCst);
                     "slow done"
                 }
             }),
