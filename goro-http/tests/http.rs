@@ -368,3 +368,34 @@ fn bad_pem_errors_name_the_file_and_the_form() {
     assert!(e.contains("does not fit"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn close_ends_in_flight_requests_at_once() {
+    let (s, gauge) = plain(goro_http::Server::builder());
+    let addr = s.addr;
+    let crt = client_rt();
+    let slow = crt.block_on(async {
+        let mut c = h2(tokio::net::TcpStream::connect(addr).await.unwrap()).await;
+        let a = tokio::spawn(async move { c.send_request(get("/slow?ms=60000")).await.is_err() });
+        let t0 = Instant::now();
+        while gauge.started.load(Ordering::SeqCst) < 1 {
+            assert!(t0.elapsed() < DEADLINE, "handler never started");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        (a,)
+    });
+    let server = s.server.clone();
+    let t0 = Instant::now();
+    s.rt.block_on(async move { goro::time::timeout(DEADLINE, server.close()).await })
+        .expect("close returns");
+    assert!(t0.elapsed() < DEADLINE);
+    crt.block_on(async {
+        let failed = tokio::time::timeout(DEADLINE, slow.0)
+            .await
+            .expect("deadline")
+            .unwrap();
+        assert!(failed, "the request's connection was closed");
+        let e = tokio::net::TcpStream::connect(addr).await.unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
+    });
+}

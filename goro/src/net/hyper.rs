@@ -24,9 +24,13 @@
 //! connection that stays idle; the stream's own deadlines
 //! ([`TcpStream::set_read_deadline`]) are there for anything else.
 //!
-//! Only HTTP/1 is enabled: hyper's `http2` feature brings `h2`, which is
-//! written against tokio's IO traits. hyper itself depends on tokio's
-//! runtime-free `sync` module; no tokio runtime is involved.
+//! This feature enables hyper's HTTP/1 only: hyper's `http2` feature
+//! brings `h2`, which is written against tokio's IO traits. hyper itself
+//! depends on tokio's runtime-free `sync` module; no tokio runtime is
+//! involved. HTTP/2 and TLS run on these same three pieces in the
+//! `goro-http` crate, which enables hyper's `http2` itself and reaches
+//! tokio's IO traits through goro's `tokio-io` feature (with it,
+//! [`GoroIo`] implements them too, so tokio-rustls can sit on it).
 //!
 //! ```
 //! # goro::Runtime::builder().procs(2).build().unwrap().block_on(async {
