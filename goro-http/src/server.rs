@@ -11,6 +11,7 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulConnection;
+use hyper_util::service::{TowerToHyperService, TowerToHyperServiceFuture};
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::{poll_fn, Future};
@@ -375,7 +376,7 @@ where
             last_done_ns: AtomicU64::new(0),
         });
         let service = ConnService {
-            inner: self.service,
+            inner: TowerToHyperService::new(self.service),
             state: state.clone(),
         };
         let mut io = GoroIo::new(stream);
@@ -476,20 +477,21 @@ impl Drop for Active {
 
 /// The tower service as hyper's, one per connection: clears the
 /// connection's start deadline at its first request and counts requests in
-/// flight for the idle timeout.
+/// flight for the idle timeout. The request itself goes through
+/// hyper-util's `TowerToHyperService` (a clone of the service per request,
+/// `poll_ready` then `call`, in a named future: no allocation).
 struct ConnService<S> {
-    inner: S,
+    inner: TowerToHyperService<S>,
     state: Arc<ConnState>,
 }
 
-impl<S, B> hyper::service::Service<Request<Incoming>> for ConnService<S>
+impl<S> hyper::service::Service<Request<Incoming>> for ConnService<S>
 where
-    S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
+    S: tower_service::Service<Request<Incoming>> + Clone,
 {
-    type Response = Response<B>;
+    type Response = S::Response;
     type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<B>, S::Error>> + Send>>;
+    type Future = Tracked<TowerToHyperServiceFuture<S, Request<Incoming>>>;
 
     fn call(&self, req: Request<Incoming>) -> Self::Future {
         let state = &self.state;
@@ -502,12 +504,27 @@ where
             state.active.fetch_add(1, Ordering::AcqRel);
             Active(state.clone())
         });
-        let mut svc = self.inner.clone();
-        Box::pin(async move {
-            let _active = active;
-            poll_fn(|cx| svc.poll_ready(cx)).await?;
-            svc.call(req).await
-        })
+        Tracked {
+            fut: self.inner.call(req),
+            _active: active,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request's future, counted in flight until it ends or is dropped.
+    struct Tracked<F> {
+        #[pin]
+        fut: F,
+        _active: Option<Active>,
+    }
+}
+
+impl<F: Future> Future for Tracked<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
+        self.project().fut.poll(cx)
     }
 }
 
