@@ -399,3 +399,28 @@ fn close_ends_in_flight_requests_at_once() {
         assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused);
     });
 }
+
+#[test]
+fn write_timeout_cuts_a_client_that_stops_reading_in_clear_and_over_tls() {
+    let wt = Duration::from_millis(200);
+    let (mut p, _) = plain(goro_http::Server::builder().write_timeout(wt));
+    let (mut t, _, ca) = tls(goro_http::Server::builder().write_timeout(wt));
+    let (paddr, taddr) = (p.addr, t.addr);
+    /// Asks for the big body, reads none of it for a while, then reads
+    /// what is left: the server must have given up part way.
+    async fn stall<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut io: T) {
+        io.write_all(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let (got, _) = read_to_close(&mut io).await;
+        assert!(got.starts_with(b"HTTP/1.1 200"));
+        assert!(got.len() < BIG, "got all {} bytes: not cut", got.len());
+    }
+    client(async move {
+        stall(tokio::net::TcpStream::connect(paddr).await.unwrap()).await;
+        stall(tls_connect(taddr, &ca, &[b"http/1.1"]).await).await;
+    });
+    p.stop();
+    t.stop();
+}

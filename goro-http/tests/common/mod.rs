@@ -61,6 +61,9 @@ impl TestServer {
     }
 }
 
+/// The size of `GET /big`'s body: far more than loopback's socket buffers.
+pub const BIG: usize = 32 << 20;
+
 /// Counts handlers in flight and the most seen at once.
 #[derive(Default)]
 pub struct Gauge {
@@ -83,8 +86,8 @@ pub struct SlowQuery {
 }
 
 /// `GET /` → `Hello, World!`; `POST /json` echoes `{"n": n}` as
-/// `{"n": n+1}`; `GET /slow?ms=N` answers after N ms (on goro's timers),
-/// counted in the gauge.
+/// `{"n": n+1}`; `GET /big` sends `BIG` bytes; `GET /slow?ms=N` answers
+/// after N ms (on goro's timers), counted in the gauge.
 pub fn app(gauge: Arc<Gauge>) -> Router {
     Router::new()
         .route("/", route_get(|| async { "Hello, World!" }))
@@ -94,6 +97,7 @@ pub fn app(gauge: Arc<Gauge>) -> Router {
                 Json(serde_json_like::N { n: v.n + 1 })
             }),
         )
+        .route("/big", route_get(|| async { vec![b'x'; BIG] }))
         .route(
             "/slow",
             route_get(move |Query(q): Query<SlowQuery>| {
