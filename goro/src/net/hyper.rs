@@ -24,9 +24,13 @@
 //! connection that stays idle; the stream's own deadlines
 //! ([`TcpStream::set_read_deadline`]) are there for anything else.
 //!
-//! Only HTTP/1 is enabled: hyper's `http2` feature brings `h2`, which is
-//! written against tokio's IO traits. hyper itself depends on tokio's
-//! runtime-free `sync` module; no tokio runtime is involved.
+//! This feature enables hyper's HTTP/1 only: hyper's `http2` feature
+//! brings `h2`, which is written against tokio's IO traits. hyper itself
+//! depends on tokio's runtime-free `sync` module; no tokio runtime is
+//! involved. HTTP/2 and TLS run on these same three pieces in the
+//! `goro-http` crate, which enables hyper's `http2` itself and reaches
+//! tokio's IO traits through goro's `tokio-io` feature (with it,
+//! [`GoroIo`] implements them too, so tokio-rustls can sit on it).
 //!
 //! ```
 //! # goro::Runtime::builder().procs(2).build().unwrap().block_on(async {
@@ -331,6 +335,39 @@ impl<T: Borrow<TcpStream> + Unpin> Write for GoroIo<T> {
     fn poll_shutdown(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.end_write_burst();
         Poll::Ready(self.stream.borrow().shutdown(Shutdown::Write))
+    }
+}
+
+/// tokio's io traits on [`GoroIo`] (features `hyper` and `tokio-io`), so a
+/// layer written against them (tokio-rustls) can sit on it and keep its
+/// write timeout: `TlsStream<GoroIo<TcpStream>>`.
+#[cfg(feature = "tokio-io")]
+impl<T: Borrow<TcpStream> + Unpin> tokio::io::AsyncRead for GoroIo<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        tokio::io::AsyncRead::poll_read(Pin::new(&mut self.stream.borrow()), cx, buf)
+    }
+}
+
+#[cfg(feature = "tokio-io")]
+impl<T: Borrow<TcpStream> + Unpin> tokio::io::AsyncWrite for GoroIo<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Write::poll_write(self, cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Write::poll_flush(self, cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Write::poll_shutdown(self, cx)
     }
 }
 

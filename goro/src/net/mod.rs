@@ -20,6 +20,11 @@
 //! (`backoff.rs`). With the cargo feature `hyper`, the `hyper` submodule
 //! adapts executor, IO and timer to hyper 1.x, so hyper's HTTP/1 server
 //! and client connections run as goro tasks (`examples/http_hello.rs`).
+//! With the feature `tokio-io`, [`TcpStream`] and its halves also
+//! implement tokio's `AsyncRead` and `AsyncWrite` (from the `tokio` crate
+//! with no runtime feature), so code written against those traits
+//! (tokio-rustls, h2, hyper-util's `TokioIo`) runs on goro's poller; no
+//! tokio runtime is started or needed (`tokio_io.rs`).
 //!
 //! Sockets must be created inside a runtime (in a task, or in
 //! `Runtime::block_on`); creating one elsewhere is an error. A socket
@@ -82,6 +87,8 @@ pub(crate) mod poller;
 pub(crate) mod scheduled_io;
 mod split;
 mod tcp;
+#[cfg(feature = "tokio-io")]
+mod tokio_io;
 mod udp;
 
 pub use split::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, ReuniteError, WriteHalf};

@@ -317,3 +317,17 @@ impl futures_io::AsyncWrite for OwnedWriteHalf {
         Poll::Ready(self.stream.shutdown(Shutdown::Write))
     }
 }
+
+/// The stream under each half, for the trait impls of `tokio_io.rs`.
+#[cfg(feature = "tokio-io")]
+macro_rules! stream_of {
+    ($($ty:ty),*) => {$(
+        impl $ty {
+            pub(super) fn stream(&self) -> &TcpStream {
+                &self.stream
+            }
+        }
+    )*};
+}
+#[cfg(feature = "tokio-io")]
+stream_of!(ReadHalf<'_>, WriteHalf<'_>, OwnedReadHalf, OwnedWriteHalf);

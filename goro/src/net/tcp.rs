@@ -366,7 +366,8 @@ impl TcpStream {
     /// (hyper's read buffer, `net/hyper.rs`): `recv(2)` only writes the
     /// bytes it returns, so the caller need not zero the buffer first.
     /// Returns how many bytes of `buf` are now initialized (from its start).
-    #[cfg(feature = "hyper")]
+    /// Also tokio's `ReadBuf` (`net/tokio_io.rs`).
+    #[cfg(any(feature = "hyper", feature = "tokio-io"))]
     pub(crate) fn poll_read_uninit(
         &self,
         cx: &mut Context<'_>,
