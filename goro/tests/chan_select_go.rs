@@ -95,8 +95,16 @@ fn other_side(c1: &Receiver<i32>, t2: &Sender<i32>, close_c2: bool, trial: usize
 /// running the two goroutines in parallel).
 fn wait_for_start(go: &AtomicUsize, trial: usize) {
     let deadline = Instant::now() + LIMIT;
+    let mut spins = 0u32;
     while go.load(Ordering::Acquire) < trial {
-        std::hint::spin_loop();
+        // Spin while the other side is likely on the other CPU; past that
+        // (a loaded machine), give the CPU away instead of a time slice.
+        spins += 1;
+        if spins < 1 << 12 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
         assert!(Instant::now() < deadline, "trial {trial} never started");
     }
 }
