@@ -13,7 +13,7 @@
 //! crate instead, so the tokio column there is one ([`tokio_mpmc`]), the
 //! fastest of async-channel 2, flume 0.12 and kanal 0.1 measured on tokio
 //! on the 2-core VM (2026-11-25, quick op counts, 5 runs x 2 rounds,
-//! ns/op at procs=2; mutex-rx = the old Mutex<Receiver> column):
+//! ns/op at procs=2; mutex-rx = the old `Mutex<Receiver>` column):
 //!
 //! | row | mutex-rx | async-channel | flume | kanal |
 //! |---|---|---|---|---|

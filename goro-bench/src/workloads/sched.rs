@@ -345,9 +345,9 @@ mod goro_side {
 
     /// ring/n=N (cap 0, Go: GoroutineRing) and ring_buf/n=N (cap 1, GoroutineRingBuf).
     ///
-    /// n tasks; task i receives from chans[i] and sends to chans[(i+1)%n].
+    /// n tasks; task i receives from `chans[i]` and sends to `chans[(i+1)%n]`.
     /// One token (the number of hops left) goes around: the benchmark task
-    /// sends H-1 into chans[0]; a task that receives v > 0 sends v-1 on; the
+    /// sends H-1 into `chans[0]`; a task that receives v > 0 sends v-1 on; the
     /// one that receives 0 opens `done`: exactly H transfers. One op = one
     /// hop (one channel transfer and the wake of the next task). The n tasks
     /// are running (about to block on their first receive) before the clock

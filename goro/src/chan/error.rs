@@ -39,7 +39,7 @@ impl<T> fmt::Display for SendError<T> {
 
 impl<T> std::error::Error for SendError<T> {}
 
-/// Why [`Sender::try_send`] did not send; holds the value either way.
+/// Why [`Sender::try_send`](super::Sender::try_send) did not send; holds the value either way.
 ///
 /// ```
 /// use goro::chan::TrySendError;
@@ -135,7 +135,7 @@ impl fmt::Display for RecvError {
 
 impl std::error::Error for RecvError {}
 
-/// Why [`Receiver::try_recv`] returned no value.
+/// Why [`Receiver::try_recv`](super::Receiver::try_recv) returned no value.
 ///
 /// ```
 /// use goro::chan::TryRecvError;

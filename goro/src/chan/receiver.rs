@@ -16,7 +16,7 @@ use crate::sync::{block_on, block_on_until};
 
 /// The receiving half of a channel. Cloning it adds a receiver; each value
 /// goes to exactly one of them. Dropping every receiver does not close the
-/// channel (Go semantics; see the [module docs](self)).
+/// channel (Go semantics; see the [module docs](super)).
 ///
 /// It is also a [`Stream`] that ends when the channel is closed and drained.
 ///
