@@ -81,7 +81,10 @@ impl Builder {
     /// to finish its TLS handshake and send its first request's head, and,
     /// on HTTP/1, each later request's head from the moment the server
     /// waits for it (hyper's `header_read_timeout`). A slow-loris client is
-    /// cut when it runs out. Default: none (as Go).
+    /// cut when it runs out. Default: none (as Go), which also turns off
+    /// hyper's own 30 s default: a server facing the internet should set
+    /// this (and `idle_timeout`), or a slow client holds its connection for
+    /// as long as it likes.
     ///
     /// HTTP/1 note: hyper starts this timer when it begins waiting for the
     /// next request, so an idle keep-alive connection is also closed after
@@ -292,8 +295,12 @@ impl Server {
             let accept = listener.accept_with_backoff(|e, delay| {
                 eprintln!("goro_http: accept error: {e}; retrying in {delay:?}");
             });
-            match race(accept, stopped.recv()).await {
-                Either::Left(Ok((stream, _peer))) => {
+            // The stop first: with connections arriving back to back the
+            // accept is always ready, and a shutdown must still be seen.
+            match race(stopped.recv(), accept).await {
+                // Stop accepting; the listener closes as it drops.
+                Either::Left(_) => return Ok(()),
+                Either::Right(Ok((stream, _peer))) => {
                     let conn = Conn {
                         server: self.inner.clone(),
                         service: service.clone(),
@@ -301,9 +308,7 @@ impl Server {
                     };
                     drop(goro::spawn(conn.run(stream)));
                 }
-                Either::Left(Err(e)) => return Err(e),
-                // Stop accepting; the listener closes as it drops.
-                Either::Right(_) => return Ok(()),
+                Either::Right(Err(e)) => return Err(e),
             }
         }
     }

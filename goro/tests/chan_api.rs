@@ -301,3 +301,42 @@ fn a_select_with_default_whose_body_awaits_is_send() {
         }
     });
 }
+
+/// A send in a `select!` with `default(timeout)` against a
+/// `recv_timeout_blocking`, both giving up around the same moment, many
+/// times: a value is reported sent exactly when it was received. A stress
+/// check of `Select::cancel` and `RecvFuture::cancel` (without them a send
+/// claimed at the deadline was delivered and reported timed out); the
+/// window is a few instructions wide, and this test did not catch a
+/// planted removal of `Select::cancel` in two runs.
+#[test]
+fn timeouts_at_the_deadline_neither_lose_nor_invent_a_value() {
+    within(LIMIT, "timeouts racing hand-offs", || {
+        const ROUNDS: u32 = 3_000;
+        let tick = Duration::from_micros(50);
+        let (tx, rx) = bounded::<u32>(0);
+        let receiver = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            for _ in 0..ROUNDS {
+                if let Ok(v) = rx.recv_timeout_blocking(tick) {
+                    got.push(v);
+                }
+            }
+            (got, rx)
+        });
+        let mut sent = Vec::new();
+        for i in 0..ROUNDS {
+            goro::select_blocking! {
+                send(tx, i) -> r => { r.unwrap(); sent.push(i) }
+                default(tick) => {}
+            }
+        }
+        let (got, rx) = receiver.join().unwrap();
+        assert_eq!(
+            rx.try_recv(),
+            Err(TryRecvError::Empty),
+            "nothing went back to the channel"
+        );
+        assert_eq!(got, sent, "received exactly what was reported sent");
+    });
+}

@@ -345,6 +345,18 @@ impl<T> Chan<T> {
     /// sender but never got to see the value, the value is re-handed to the
     /// next parked receiver or put back at the front of the buffer.
     pub(crate) fn unpark_recv(&self, p: Parked<T>) {
+        self.withdraw_recv(p, false);
+    }
+
+    /// [`Chan::unpark_recv`] for a receive that gives up but may keep what
+    /// it was handed (a timed-out `recv_timeout`): a value that reached it
+    /// is returned instead of going back to the channel.
+    pub(crate) fn unpark_recv_keep(&self, p: Parked<T>) -> Option<T> {
+        self.withdraw_recv(p, true)
+    }
+
+    fn withdraw_recv(&self, p: Parked<T>, keep: bool) -> Option<T> {
+        let mut kept = None;
         let woken = {
             let mut inner = self.lock();
             // Claimed for this very waiter means DONE: its completer was on
@@ -356,6 +368,10 @@ impl<T> Chan<T> {
             inner.recvq.remove(p.id);
             // SAFETY: we hold the lock of the channel it was queued on.
             match unsafe { p.waiter().take_slot() } {
+                Some(v) if won && keep => {
+                    kept = Some(v);
+                    None
+                }
                 Some(v) if won => self.put_back_locked(&mut inner, v),
                 Some(_) => unreachable!("only the winning case is handed a value"),
                 None => None,
@@ -365,6 +381,7 @@ impl<T> Chan<T> {
         // SAFETY: as in `unpark_send`.
         unsafe { p.free() };
         self.timer_unblock();
+        kept
     }
 
     fn put_back_locked(&self, inner: &mut Inner<T>, v: T) -> Woken {

@@ -109,9 +109,18 @@ impl<T> Receiver<T> {
     /// });
     /// ```
     pub async fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        match crate::time::timeout(timeout, self.recv()).await {
-            Ok(r) => r.map_err(RecvTimeoutError::from),
-            Err(_) => Err(RecvTimeoutError::Timeout),
+        let mut recv = self.recv();
+        let mut sleep = std::pin::pin!(crate::time::sleep(timeout));
+        let got = std::future::poll_fn(|cx| match Pin::new(&mut recv).poll(cx) {
+            Poll::Ready(r) => Poll::Ready(Some(r)),
+            Poll::Pending => sleep.as_mut().poll(cx).map(|()| None),
+        })
+        .await;
+        match got {
+            Some(r) => r.map_err(RecvTimeoutError::from),
+            // A value handed over at the deadline is the caller's, as the
+            // sender was told it was delivered.
+            None => recv.cancel().ok_or(RecvTimeoutError::Timeout),
         }
     }
 
@@ -128,9 +137,10 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.recv_timeout_blocking(Duration::from_millis(1)), Err(RecvTimeoutError::Closed));
     /// ```
     pub fn recv_timeout_blocking(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        match block_on_until(self.recv(), Some(Instant::now() + timeout)) {
+        let mut recv = self.recv();
+        match block_on_until(&mut recv, Some(Instant::now() + timeout)) {
             Some(r) => r.map_err(RecvTimeoutError::from),
-            None => Err(RecvTimeoutError::Timeout),
+            None => recv.cancel().ok_or(RecvTimeoutError::Timeout),
         }
     }
 
@@ -290,6 +300,20 @@ impl<T> Iterator for TryIter<'_, T> {
 pub struct RecvFuture<'a, T> {
     chan: &'a Chan<T>,
     parked: Option<Parked<T>>,
+}
+
+impl<T> RecvFuture<'_, T> {
+    /// Gives up the receive: the value a sender handed it meanwhile, if
+    /// any (it is the receiver's: the sender saw it delivered), else
+    /// `None`, with the receive taken off the channel.
+    fn cancel(&mut self) -> Option<T> {
+        let p = self.parked.take()?;
+        if p.is_done() {
+            self.chan.timer_unblock();
+            return p.take_done();
+        }
+        self.chan.unpark_recv_keep(p)
+    }
 }
 
 impl<T> Future for RecvFuture<'_, T> {

@@ -423,6 +423,32 @@ impl<'a, const N: usize> Select<'a, N> {
         select
     }
 
+    /// Withdraws a select that was given up (a `default(timeout)` that
+    /// timed out). `Some(case)` if a case completed after all (a
+    /// counterpart claimed it before the withdrawal): its result is in that
+    /// case, as if the select had returned it, so a send is never both
+    /// delivered and reported as timed out. `None` otherwise, with every
+    /// waiter removed.
+    pub fn cancel(&mut self) -> Option<usize> {
+        let signal = self.signal.take()?;
+        let won = match signal.abort() {
+            Ok(()) => None,
+            Err(won) => {
+                let won = won.expect("only the select aborts its signal");
+                if signal.done_case().is_none() {
+                    // Claimed, not yet DONE: its completer holds that
+                    // case's channel lock until it is.
+                    self.cases[won].sync();
+                }
+                self.cases[won].complete();
+                self.done = true;
+                Some(won)
+            }
+        };
+        self.unregister_all();
+        won
+    }
+
     /// Removes every case's waiter (the winner's value, if any, goes back to
     /// its channel).
     fn unregister_all(&mut self) {

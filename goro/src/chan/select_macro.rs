@@ -294,8 +294,11 @@ macro_rules! __goro_select_bind {
      @default [(after ($t:expr) ($d:expr))]) => {{
         let ($($chan,)+) = {
             $(let mut $chan = $crate::__goro_select_bind!(@case $op $chan ($($v)?));)+
-            // Timed out: the select is dropped, which withdraws every case.
-            let _ = $crate::time::timeout($t, $crate::__goro_select_bind!(@new $o [$($chan)+])).await;
+            let mut select = $crate::__goro_select_bind!(@new $o [$($chan)+]);
+            let _ = $crate::time::timeout($t, &mut select).await;
+            // Timed out: withdraw, keeping a case that completed meanwhile.
+            select.cancel();
+            ::core::mem::drop(select);
             ($($chan.into_result(),)+)
         };
         $crate::__goro_select_bind!(@run [$(($chan ($p) ($body)))+] [$d])
@@ -305,10 +308,10 @@ macro_rules! __goro_select_bind {
      @default [(after ($t:expr) ($d:expr))]) => {{
         let ($($chan,)+) = {
             $(let mut $chan = $crate::__goro_select_bind!(@case $op $chan ($($v)?));)+
-            let _ = $crate::chan::select::block_on_timeout(
-                $crate::__goro_select_bind!(@new $o [$($chan)+]),
-                $t,
-            );
+            let mut select = $crate::__goro_select_bind!(@new $o [$($chan)+]);
+            let _ = $crate::chan::select::block_on_timeout(&mut select, $t);
+            select.cancel();
+            ::core::mem::drop(select);
             ($($chan.into_result(),)+)
         };
         $crate::__goro_select_bind!(@run [$(($chan ($p) ($body)))+] [$d])
