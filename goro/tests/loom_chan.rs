@@ -20,7 +20,9 @@
 //! one consistent moment across its channels (Go's
 //! `TestNonblockSelectRace`; fails on a planted lock-try-unlock per case),
 //! and two selects naming the same channels in opposite orders (fails with
-//! a deadlock when the locks are not taken in address order).
+//! a deadlock when the locks are not taken in address order). The very
+//! last is `Select::cancel`, the give-up of `default(timeout)` (fails when
+//! it drops the result of a case claimed just before).
 //!
 //! A waiter's slot and waker are loom `UnsafeCell`s, so every model also
 //! checks that each access to them is ordered by the protocol. The last
@@ -476,5 +478,32 @@ fn nonblocking_selects_in_opposite_orders_do_not_deadlock() {
         assert_eq!(b.len(), sent_b, "b holds exactly the values sent to it");
         assert_eq!(a.len() + took_a, 1, "a's value is received or still there");
         drop(ta);
+    });
+}
+
+/// `select!`'s `default(timeout)` gives up by `Select::cancel`: a send
+/// case that a receiver claimed just before must count as sent (its result
+/// in the case), and one that nobody claimed must not be delivered. The
+/// receiver's view and the select's must agree in every interleaving
+/// (fails if `cancel` drops the claimed case's result).
+#[test]
+fn a_cancelled_select_keeps_a_send_claimed_meanwhile() {
+    use goro::chan::select::{Case, Select, SendCase};
+    loom::model(|| {
+        let (tx, rx) = chan::bounded::<u8>(0);
+        let t = thread::spawn(move || rx.try_recv().ok());
+        let mut case = SendCase::new(&tx, 7);
+        {
+            let mut select = Select::new([&mut case as &mut dyn Case]);
+            let _ = poll_once(&mut select); // completes, or parks
+            select.cancel();
+        }
+        let sent = case.into_result().is_some();
+        let received = t.join().unwrap();
+        assert_eq!(
+            received.is_some(),
+            sent,
+            "the receiver and the select disagree"
+        );
     });
 }
