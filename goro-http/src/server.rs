@@ -405,6 +405,10 @@ where
                 drive(server, conn, &state).await;
             }
         }
+        // The connection is over (ended, or dropped by `close`): close the
+        // socket now, not when the last HTTP/2 handler task that still
+        // holds `state` ends.
+        let _ = state.stream.shutdown(std::net::Shutdown::Both);
     }
 }
 
