@@ -94,6 +94,9 @@ pub use sender::{SendFuture, Sender};
 
 use self::chan::Chan;
 use crate::loom::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 
 /// Creates a channel of capacity `cap`; `0` makes a rendezvous channel where
 /// a send completes only once a receiver has taken the value.
@@ -181,4 +184,16 @@ pub(crate) fn timer_receiver(
         chan,
         pending: None,
     }
+}
+
+/// Polls `op` until it completes or `timeout` passes (goro's timers);
+/// `None` on a timeout, with `op` left as it is for the caller to cancel.
+/// The engine of `send_timeout` and `recv_timeout`.
+async fn within<F: Future + Unpin>(op: &mut F, timeout: std::time::Duration) -> Option<F::Output> {
+    let mut sleep = std::pin::pin!(crate::time::sleep(timeout));
+    std::future::poll_fn(|cx| match Pin::new(&mut *op).poll(cx) {
+        Poll::Ready(r) => Poll::Ready(Some(r)),
+        Poll::Pending => sleep.as_mut().poll(cx).map(|()| None),
+    })
+    .await
 }

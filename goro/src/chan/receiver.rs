@@ -110,13 +110,7 @@ impl<T> Receiver<T> {
     /// ```
     pub async fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
         let mut recv = self.recv();
-        let mut sleep = std::pin::pin!(crate::time::sleep(timeout));
-        let got = std::future::poll_fn(|cx| match Pin::new(&mut recv).poll(cx) {
-            Poll::Ready(r) => Poll::Ready(Some(r)),
-            Poll::Pending => sleep.as_mut().poll(cx).map(|()| None),
-        })
-        .await;
-        match got {
+        match super::within(&mut recv, timeout).await {
             Some(r) => r.map_err(RecvTimeoutError::from),
             // A value handed over at the deadline is the caller's, as the
             // sender was told it was delivered.

@@ -478,22 +478,11 @@ impl<const N: usize> Future for Select<'_, N> {
                     None if WakerId::of(cx.waker()) == this.waker => return Poll::Pending,
                     // Polled with another waker than the one registered: the
                     // signal is shared by several channels, so it cannot be
-                    // swapped under one lock. Abort and register again.
-                    None => match signal.abort() {
-                        Ok(()) => {
-                            this.unregister_all();
-                            this.signal = None;
-                            continue;
-                        }
-                        Err(won) => {
-                            let won = won.expect("only the select aborts its signal");
-                            if signal.done_case().is_none() {
-                                // Claimed, not yet DONE: its completer holds
-                                // that case's channel lock until it is.
-                                this.cases[won].sync();
-                            }
-                            won
-                        }
+                    // swapped under one lock. Withdraw and register again,
+                    // unless a case won meanwhile.
+                    None => match this.cancel() {
+                        Some(won) => return Poll::Ready(won),
+                        None => continue,
                     },
                 };
                 this.cases[won].complete();

@@ -102,13 +102,7 @@ impl<T> Sender<T> {
     /// ```
     pub async fn send_timeout(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
         let mut send = self.send(v);
-        let mut sleep = std::pin::pin!(crate::time::sleep(timeout));
-        let sent = std::future::poll_fn(|cx| match Pin::new(&mut send).poll(cx) {
-            Poll::Ready(r) => Poll::Ready(Some(r)),
-            Poll::Pending => sleep.as_mut().poll(cx).map(|()| None),
-        })
-        .await;
-        match sent {
+        match super::within(&mut send, timeout).await {
             Some(r) => r.map_err(SendTimeoutError::from),
             None => send
                 .cancel()
