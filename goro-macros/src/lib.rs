@@ -2,33 +2,53 @@
 //!
 //! Both accept an optional `procs = N` argument (default: `GORO_PROCS` or
 //! the available parallelism for `main`, 2 for tests so that stealing is
-//! exercised even on one core).
+//! exercised even on one core). A test's runtime fails the test with the
+//! task dump on a likely deadlock (`goro::Deadlock::Fail`, after a second
+//! of everything parked); `#[goro::test(deadlock = false)]` turns that off.
 
 use proc_macro::TokenStream;
 use quote::quote;
 use syn::parse::Parser;
 use syn::{parse_macro_input, punctuated::Punctuated, Expr, ItemFn, Meta, Token};
 
-fn procs_arg(args: TokenStream) -> Result<Option<Expr>, syn::Error> {
+struct Args {
+    procs: Option<Expr>,
+    /// `deadlock = false` (tests only): no likely-deadlock failure.
+    deadlock: Option<Expr>,
+}
+
+fn parse_args(args: TokenStream, test: bool) -> Result<Args, syn::Error> {
     let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse(args)?;
-    let mut procs = None;
+    let mut out = Args {
+        procs: None,
+        deadlock: None,
+    };
     for m in metas {
         match m {
-            Meta::NameValue(nv) if nv.path.is_ident("procs") => procs = Some(nv.value),
+            Meta::NameValue(nv) if nv.path.is_ident("procs") => out.procs = Some(nv.value),
+            Meta::NameValue(nv) if test && nv.path.is_ident("deadlock") => {
+                out.deadlock = Some(nv.value)
+            }
             other => {
+                let accepted = if test {
+                    "accepted `procs = <expr>` and `deadlock = <bool>` \
+                     (for example #[goro::test(procs = 4, deadlock = false)])"
+                } else {
+                    "accepted `procs = <expr>` (for example #[goro::main(procs = 4)])"
+                };
                 return Err(syn::Error::new_spanned(
                     other,
-                    "unknown argument: accepted `procs = <expr>` (for example #[goro::main(procs = 4)])",
-                ))
+                    format!("unknown argument: {accepted}"),
+                ));
             }
         }
     }
-    Ok(procs)
+    Ok(out)
 }
 
 fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
-    let procs = match procs_arg(args) {
-        Ok(p) => p,
+    let Args { procs, deadlock } = match parse_args(args, test) {
+        Ok(a) => a,
         Err(e) => return e.to_compile_error().into(),
     };
     let mut f = parse_macro_input!(item as ItemFn);
@@ -46,6 +66,14 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
         (Some(p), _) => quote! { ::goro::Runtime::builder().procs(#p) },
         (None, true) => quote! { ::goro::Runtime::builder().procs(2) },
         (None, false) => quote! { ::goro::Runtime::builder() },
+    };
+    // Tests fail on a likely deadlock unless `deadlock = false`.
+    let builder = match (test, deadlock) {
+        (false, _) => builder,
+        (true, None) => quote! { #builder.deadlock(::goro::Deadlock::Fail) },
+        (true, Some(on)) => quote! {
+            #builder.deadlock(if #on { ::goro::Deadlock::Fail } else { ::goro::Deadlock::Off })
+        },
     };
     let attrs = &f.attrs;
     let vis = &f.vis;
@@ -80,6 +108,10 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Runs an `async fn` test on a fresh goro runtime (2 Ps unless `procs = N`).
+///
+/// A likely deadlock (every task and the test's future parked on one
+/// another, nothing else to wake them, for a second) fails the test with
+/// the task dump instead of hanging; `deadlock = false` opts out.
 ///
 /// ```ignore
 /// #[goro::test]

@@ -115,6 +115,7 @@
 //!   are only appended), so removing a cancelled entry is a binary search
 //!   plus a short shift, with no links to keep.
 
+use crate::sched::task_meta::{blocked_on, Reason};
 use std::collections::VecDeque;
 use std::task::{Context, Poll};
 
@@ -521,6 +522,7 @@ pub(crate) fn poll_send<T>(
 ) -> Poll<Result<(), SendError<T>>> {
     if let Some(p) = parked {
         if !chan.poll_parked(p, cx) {
+            blocked_on(Reason::ChanSend, 0);
             return Poll::Pending;
         }
         let p = parked.take().expect("checked above");
@@ -549,6 +551,7 @@ pub(crate) fn poll_send<T>(
         Err(TrySendError::Full(v)) => {
             let w = Waiter::plain(cx.waker().clone(), Some(v));
             *parked = Some(chan.park_send_locked(&mut inner, w, WakerId::of(cx.waker())));
+            blocked_on(Reason::ChanSend, 0);
             Poll::Pending
         }
     }
@@ -562,6 +565,7 @@ pub(crate) fn poll_recv<T>(
 ) -> Poll<Result<T, RecvError>> {
     if let Some(p) = parked {
         if !chan.poll_parked(p, cx) {
+            blocked_on(Reason::ChanRecv, 0);
             return Poll::Pending;
         }
         let p = parked.take().expect("checked above");
@@ -587,6 +591,7 @@ pub(crate) fn poll_recv<T>(
             *parked = Some(chan.park_recv_locked(&mut inner, w, WakerId::of(cx.waker())));
             drop(inner);
             chan.timer_block();
+            blocked_on(Reason::ChanRecv, 0);
             Poll::Pending
         }
     }

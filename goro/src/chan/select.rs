@@ -107,6 +107,7 @@
 //! takes one waiter block per case from the per-thread block cache (Go's
 //! per-P sudog cache; see `chan.rs`).
 
+use crate::sched::task_meta::{blocked_on, Reason};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -475,7 +476,12 @@ impl<const N: usize> Future for Select<'_, N> {
             if let Some(signal) = &this.signal {
                 let won = match signal.done_case() {
                     Some(won) => won,
-                    None if WakerId::of(cx.waker()) == this.waker => return Poll::Pending,
+                    None if WakerId::of(cx.waker()) == this.waker => {
+                        // A select of no case (`select! {}`) waits forever.
+                        let reason = if N == 0 { Reason::Forever } else { Reason::Select };
+                        blocked_on(reason, 0);
+                        return Poll::Pending;
+                    }
                     // Polled with another waker than the one registered: the
                     // signal is shared by several channels, so it cannot be
                     // swapped under one lock. Withdraw and register again,

@@ -50,6 +50,7 @@
 //!   states the model has to check. The lock is per socket, so it is only
 //!   ever contended by a reader, a writer and the poller.
 
+use crate::sched::task_meta::{blocked_on, Reason};
 use crate::loom::Unpoison;
 use crate::loom::{Mutex, MutexGuard};
 use crate::time::clock;
@@ -167,6 +168,11 @@ impl ScheduledIo {
         if !half.waiters.iter().any(|w| w.will_wake(cx.waker())) {
             half.waiters.push(cx.waker().clone());
         }
+        let reason = match dir {
+            Direction::Read => Reason::NetRead,
+            Direction::Write => Reason::NetWrite,
+        };
+        blocked_on(reason, half.deadline);
         Poll::Pending
     }
 

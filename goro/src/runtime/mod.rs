@@ -9,20 +9,27 @@
 //!
 //! Start-up reads `GORO_PROCS` (when the builder sets no `procs`),
 //! `GORO_POLICY` (overrides on top of the builder's policy, so any binary can
-//! be A/B-tested without recompiling) and `GORO_SCHEDTRACE`. Every malformed
+//! be A/B-tested without recompiling), `GORO_SCHEDTRACE`, `GORO_DEADLOCK`
+//! (`deadlock.rs`) and `GORO_DUMP_SIGNAL` (`signal.rs`). Every malformed
 //! value is an error naming the variable and the accepted form.
 //!
 //! Dropping a `Runtime` stops every worker thread, then drops every
 //! unfinished task's future (queued ones directly, parked ones by waking
 //! them into a scheduler that now discards what it is given).
 
+pub mod deadlock;
+pub mod dump;
 pub mod policy;
+mod signal;
 
 use crate::loom::Unpoison;
 use crate::sched::machine::{current_sched, on_worker_thread, EnterGuard};
-use crate::sched::task::{new_task, JoinHandle};
+use crate::sched::task::{new_task, JoinHandle, Spawn};
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared, Stats};
+use crate::sched::task_meta::{PollScope, TaskId};
+use deadlock::Deadlock;
+use dump::Dump;
 use policy::{Policy, SpinPolicy};
 use std::future::Future;
 use std::io;
@@ -53,6 +60,8 @@ pub struct Builder {
     thread_name: Option<String>,
     pool_cycle: Option<Duration>,
     measure_find_cpu: bool,
+    deadlock: Option<Deadlock>,
+    deadlock_grace: Option<Duration>,
 }
 
 /// Default interval between pool cycles (Go cycles pools at every GC).
@@ -96,6 +105,33 @@ impl Builder {
     /// ```
     pub fn pool_cycle(mut self, interval: Duration) -> Builder {
         self.pool_cycle = Some(interval);
+        self
+    }
+
+    /// What to do about a likely deadlock: every task and the `block_on`
+    /// future parked on one another, with nothing else that could wake
+    /// them (see [`Deadlock`] and the module docs of
+    /// [`runtime::deadlock`](crate::runtime::deadlock)). Default: `Off`, or
+    /// `GORO_DEADLOCK` (`off`, `report`, `fail`), which overrides this
+    /// setting when set. `#[goro::test]` sets `Fail`.
+    ///
+    /// ```
+    /// let rt = goro::Runtime::builder()
+    ///     .deadlock(goro::Deadlock::Report)
+    ///     .deadlock_grace(std::time::Duration::from_millis(500))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn deadlock(mut self, mode: Deadlock) -> Builder {
+        self.deadlock = Some(mode);
+        self
+    }
+
+    /// How long everything must stay parked before the deadlock check
+    /// reports (default 1 s). Accepted: 10 ms or more.
+    pub fn deadlock_grace(mut self, grace: Duration) -> Builder {
+        self.deadlock_grace = Some(grace);
         self
     }
 
@@ -158,6 +194,32 @@ impl Builder {
             self.measure_find_cpu,
         );
         sched.init_idle();
+        let deadlock = match std::env::var("GORO_DEADLOCK") {
+            Ok(v) => Deadlock::parse(&v).map_err(invalid)?,
+            Err(std::env::VarError::NotPresent) => self.deadlock.unwrap_or_default(),
+            Err(_) => {
+                return Err(invalid(
+                    "GORO_DEADLOCK is not valid UTF-8: accepted off, report or fail".into(),
+                ))
+            }
+        };
+        let grace = self.deadlock_grace.unwrap_or(deadlock::DEFAULT_DEADLOCK_GRACE);
+        if grace < Duration::from_millis(10) {
+            return Err(invalid(format!(
+                "goro: deadlock_grace({grace:?}) is out of range: accepted 10ms or more"
+            )));
+        }
+        sched.deadlock.configure(deadlock, grace);
+        match std::env::var("GORO_DUMP_SIGNAL") {
+            Ok(v) => signal::register(&sched, signal::parse(&v).map_err(invalid)?)?,
+            Err(std::env::VarError::NotPresent) => {}
+            Err(_) => {
+                return Err(invalid(
+                    "GORO_DUMP_SIGNAL is not valid UTF-8: accepted SIGQUIT, SIGUSR1 or SIGUSR2"
+                        .into(),
+                ))
+            }
+        }
         let s = sched.clone();
         let monitor = std::thread::Builder::new()
             .name(format!("{}-monitor", sched.thread_name))
@@ -277,16 +339,36 @@ impl Runtime {
         let waker = Waker::from(parker.clone());
         let mut cx = Context::from_waker(&waker);
         let mut future = pin!(future);
+        let _caller = BlockOnCaller::enter(&self.sched);
+        let deadlock = &self.sched.deadlock;
         loop {
+            // Not a task (id 0): what it spawns has no parent, and the
+            // reason it parks goes to the deadlock check.
+            let scope = PollScope::enter(TaskId(0));
             if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
                 return v;
             }
+            deadlock.set_block_on_reason(scope.reason().0);
+            drop(scope);
             // Acquire: pairs with the Release swap in `wake`, so what the
             // waker published before waking us is visible to the next poll.
-            while !parker.notified.swap(false, Ordering::Acquire) {
-                std::thread::park();
+            if !parker.notified.swap(false, Ordering::Acquire) {
+                let _parked = BlockOnParked::enter(&self.sched);
+                while !parker.notified.swap(false, Ordering::Acquire) {
+                    std::thread::park();
+                    if let Some(report) = deadlock.failure() {
+                        panic!("{report}");
+                    }
+                }
             }
         }
+    }
+
+    /// Every live task of this runtime: id, name, spawn site, parent,
+    /// state and for how long (see [`Dump`]). Never waits for a task: a
+    /// task stuck in a long poll shows as running for that long.
+    pub fn dump(&self) -> Dump {
+        Dump::take(&self.sched)
     }
 
     /// Spawns a task on this runtime from any thread.
@@ -296,15 +378,34 @@ impl Runtime {
     /// let h = rt.spawn(async { "done" });
     /// assert_eq!(rt.block_on(h).unwrap(), "done");
     /// ```
+    #[track_caller]
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        spawn_on(&self.sched, future)
+        spawn_on(&self.sched, future, None)
+    }
+
+    /// [`Runtime::spawn`] with a name that the task dump shows (Go's
+    /// goroutine labels, tokio's `task::Builder::name`).
+    ///
+    /// ```
+    /// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+    /// let h = rt.spawn_named("flusher", async { 1 });
+    /// assert_eq!(rt.block_on(h).unwrap(), 1);
+    /// ```
+    #[track_caller]
+    pub fn spawn_named<F>(&self, name: impl Into<String>, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        spawn_on(&self.sched, future, Some(name.into().into_boxed_str()))
     }
 
     /// Runs `f` on this runtime's blocking pool (see [`crate::spawn_blocking`]).
+    #[track_caller]
     pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
     where
         F: FnOnce() -> R + Send + 'static,
@@ -379,6 +480,45 @@ impl Drop for Runtime {
     }
 }
 
+/// Counts a `block_on` caller for the dump while it lives.
+struct BlockOnCaller<'a>(&'a Sched);
+
+impl<'a> BlockOnCaller<'a> {
+    fn enter(sched: &'a Sched) -> BlockOnCaller<'a> {
+        // Relaxed: a count for reports (`Sched::block_on_callers`).
+        sched.block_on_polling.fetch_add(1, Ordering::Relaxed);
+        sched.deadlock.enter_block_on();
+        BlockOnCaller(sched)
+    }
+}
+
+impl Drop for BlockOnCaller<'_> {
+    fn drop(&mut self) {
+        self.0.deadlock.leave_block_on();
+        self.0.block_on_polling.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Moves a `block_on` caller from polling to parked while it lives.
+struct BlockOnParked<'a>(&'a Sched);
+
+impl<'a> BlockOnParked<'a> {
+    fn enter(sched: &'a Sched) -> BlockOnParked<'a> {
+        // SeqCst: the deadlock check reads this count after the idle
+        // lists; see `deadlock.rs`.
+        sched.block_on_parked.fetch_add(1, Ordering::SeqCst);
+        sched.block_on_polling.fetch_sub(1, Ordering::SeqCst);
+        BlockOnParked(sched)
+    }
+}
+
+impl Drop for BlockOnParked<'_> {
+    fn drop(&mut self) {
+        self.0.block_on_polling.fetch_add(1, Ordering::SeqCst);
+        self.0.block_on_parked.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Wakes a `block_on` caller.
 struct ThreadWaker {
     thread: std::thread::Thread,
@@ -398,7 +538,12 @@ impl Wake for ThreadWaker {
     }
 }
 
-pub(crate) fn spawn_on<F>(sched: &Arc<Sched>, future: F) -> JoinHandle<F::Output>
+#[track_caller]
+pub(crate) fn spawn_on<F>(
+    sched: &Arc<Sched>,
+    future: F,
+    name: Option<Box<str>>,
+) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -409,7 +554,12 @@ where
         Some(p) => bump(&sched.ps[p].counters.tasks_spawned, 1),
         None => bump_shared(&sched.counters.tasks_spawned, 1),
     }
-    let (runnable, handle) = new_task(sched, future);
+    let spawn = Spawn {
+        location: std::panic::Location::caller(),
+        name,
+        p,
+    };
+    let (runnable, handle) = new_task(sched, future, spawn);
     if sched.is_shutdown() {
         drop(runnable); // cancels the task: its handle reports Cancelled
     } else {
@@ -431,18 +581,45 @@ where
 /// let v = rt.block_on(async { goro::spawn(async { 1 }).await.unwrap() });
 /// assert_eq!(v, 1);
 /// ```
+#[track_caller]
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let sched = current_sched().unwrap_or_else(|| {
+    spawn_on(&current_or_panic("spawn"), future, None)
+}
+
+/// [`spawn`] with a name that the task dump shows (Go's goroutine labels).
+///
+/// # Panics
+/// Outside a goro runtime, as [`spawn`].
+///
+/// ```
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     let h = goro::spawn_named("worker-1", async { 2 });
+///     assert_eq!(h.await.unwrap(), 2);
+/// });
+/// ```
+#[track_caller]
+pub fn spawn_named<F>(name: impl Into<String>, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let name = Some(name.into().into_boxed_str());
+    spawn_on(&current_or_panic("spawn_named"), future, name)
+}
+
+#[track_caller]
+fn current_or_panic(what: &str) -> Arc<Sched> {
+    current_sched().unwrap_or_else(|| {
         panic!(
-            "goro::spawn called outside a goro runtime: call it from a goro task or inside \
-             Runtime::block_on, or use Runtime::spawn"
+            "goro::{what} called outside a goro runtime: call it from a goro task or inside \
+             Runtime::block_on, or use Runtime::{what}"
         )
-    });
-    spawn_on(&sched, future)
+    })
 }
 
 /// Yields the P to the other runnable tasks (Go's `runtime.Gosched`).

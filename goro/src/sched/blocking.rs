@@ -16,7 +16,8 @@
 use crate::loom::Ordering;
 use crate::loom::Unpoison;
 use crate::sched::machine::{current_p, current_sched, CTX};
-use crate::sched::task::{new_task_with, JoinHandle, Runnable};
+use crate::sched::task_meta::State;
+use crate::sched::task::{new_task_with, JoinHandle, Runnable, Spawn};
 use crate::sched::{Sched, NO_P};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
@@ -81,6 +82,7 @@ where
 /// let v = rt.block_on(async { goro::spawn_blocking(|| 2 + 2).await.unwrap() });
 /// assert_eq!(v, 4);
 /// ```
+#[track_caller]
 pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
 where
     F: FnOnce() -> R + Send + 'static,
@@ -92,13 +94,20 @@ where
     spawn_blocking_on(&sched, f)
 }
 
+#[track_caller]
 pub(crate) fn spawn_blocking_on<F, R>(sched: &Arc<Sched>, f: F) -> JoinHandle<R>
 where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
     let s = sched.clone();
-    let (runnable, handle) = new_task_with(async move { f() }, move |r: Runnable, _| {
+    let spawn = Spawn {
+        location: std::panic::Location::caller(),
+        name: None,
+        // Queued in the blocking pool, not on a P.
+        p: None,
+    };
+    let (runnable, handle) = new_task_with(sched, async move { f() }, spawn, move |r: Runnable, _| {
         s.blocking.push(&s, r)
     });
     runnable.schedule();
@@ -132,6 +141,12 @@ impl BlockingPool {
             }),
             cv: Condvar::new(),
         }
+    }
+
+    /// Whether a call is queued or running (it could wake a task).
+    pub(crate) fn busy(&self) -> bool {
+        let st = self.state.lock().unpoison();
+        !st.queue.is_empty() || st.threads > st.idle
     }
 
     fn push(&self, sched: &Arc<Sched>, task: Runnable) {
@@ -168,6 +183,8 @@ impl BlockingPool {
         loop {
             if let Some(task) = st.queue.pop_front() {
                 drop(st);
+                task.metadata()
+                    .set(State::Running(None), crate::time::clock::coarse());
                 task.run();
                 st = self.state.lock().unpoison();
                 continue;

@@ -317,6 +317,10 @@ fn loom_handoff_preempted_task_requeued_while_its_waker_fires() {
             ph.store(1, LoomOrdering::SeqCst);
             crate::sched::coop::consume_budget().await;
             dn.fetch_add(1, Ordering::SeqCst);
+        }, crate::sched::task::Spawn {
+            location: std::panic::Location::caller(),
+            name: None,
+            p: None,
         });
         drop(handle); // detached
         let waker = runnable.waker();

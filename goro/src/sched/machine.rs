@@ -23,6 +23,7 @@ use crate::rng::Rng;
 use crate::sched::backoff::Backoff;
 use crate::sched::park::{Handoff, Parker};
 use crate::sched::task::Runnable;
+use crate::sched::task_meta::State;
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
 use std::cell::Cell;
@@ -259,7 +260,10 @@ impl Machine {
 
     /// Go's `execute`: polls one task on the current P.
     fn execute(&mut self, task: Runnable, inherit: bool) {
-        let p = &self.sched.ps[self.p()];
+        let pid = self.p();
+        let p = &self.sched.ps[pid];
+        task.metadata()
+            .set(State::Running(Some(pid)), crate::time::clock::coarse());
         let inherit = inherit && self.inherited < INHERIT_MAX;
         if inherit {
             self.inherited += 1;
@@ -408,6 +412,9 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
             }
             Handoff::Recheck => {}
             Handoff::P { p, spinning } => {
+                // Back from a sleep: the coarse clock may be as old as the
+                // sleep (no monitor runs while every P is idle).
+                crate::time::clock::refresh_coarse();
                 m.acquirep(p);
                 m.spinning = spinning;
                 // What our blocking poll readied runs on this P first.

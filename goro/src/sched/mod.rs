@@ -52,6 +52,8 @@ pub(crate) mod runq;
 pub(crate) mod steal;
 pub(crate) mod sysmon;
 pub(crate) mod task;
+pub(crate) mod task_meta;
+pub(crate) mod task_table;
 pub(crate) mod timers;
 
 use crate::loom::{fence, AtomicBool, AtomicUsize, Ordering};
@@ -67,7 +69,9 @@ use machine::WakeTarget;
 use park::Handoff;
 use processor::Processor;
 use runq::Put;
+use crate::time::clock::coarse;
 use task::{Registry, Runnable};
+use task_meta::State;
 
 /// Global scheduler state.
 pub(crate) struct Sched {
@@ -82,6 +86,14 @@ pub(crate) struct Sched {
     pub(crate) shutdown: AtomicBool,
     /// Parked tasks' wakers, for shutdown.
     pub(crate) registry: Registry,
+    /// Every live task, for the dump and the deadlock check.
+    pub(crate) tasks: task_table::TaskTable,
+    /// `block_on` callers polling their future, and parked waiting for a
+    /// wake (the dump shows them; the deadlock check needs them parked).
+    pub(crate) block_on_polling: AtomicUsize,
+    pub(crate) block_on_parked: AtomicUsize,
+    /// The likely-deadlock check (`runtime/deadlock.rs`).
+    pub(crate) deadlock: crate::runtime::deadlock::Detector,
     /// Counters for events that happen without a P.
     pub(crate) counters: CachePadded<Counters>,
     pub(crate) monitor: sysmon::Monitor,
@@ -139,6 +151,10 @@ impl Sched {
             coprimes,
             shutdown: AtomicBool::new(false),
             registry: Registry::new(),
+            tasks: task_table::TaskTable::new(),
+            block_on_polling: AtomicUsize::new(0),
+            block_on_parked: AtomicUsize::new(0),
+            deadlock: crate::runtime::deadlock::Detector::new(),
             counters: CachePadded::new(Counters::default()),
             monitor: sysmon::Monitor::new(schedtrace),
             blocking: blocking::BlockingPool::new(),
@@ -183,7 +199,13 @@ impl Sched {
             drop(task);
             return;
         }
-        match machine::wake_target(self) {
+        let target = machine::wake_target(self);
+        let on = match target {
+            WakeTarget::Runnext(p) | WakeTarget::TimerBatch(p) => Some(p),
+            WakeTarget::Global => None,
+        };
+        task.metadata().set(State::Runnable(on), coarse());
+        match target {
             WakeTarget::Runnext(p) if yielded => self.runqput_yield(&self.ps[p], task),
             WakeTarget::Runnext(p) => self.runqput(&self.ps[p], task, self.policy.runnext),
             WakeTarget::TimerBatch(p) => self.runqput_quiet(&self.ps[p], task),
@@ -192,6 +214,7 @@ impl Sched {
     }
 
     /// Queues `task` on P `p` (the caller's own) or, without one, globally.
+    /// A new task's record already says where (`TaskMeta::new`).
     pub(crate) fn place(&self, p: Option<usize>, task: Runnable) {
         match p {
             Some(p) => self.runqput(&self.ps[p], task, self.policy.runnext),
@@ -404,6 +427,15 @@ impl Sched {
     /// the timer mask if it has timers.
     pub(crate) fn pidleput(&self, lists: &mut idle::IdleLists, p: usize) {
         self.idle.pidleput(lists, p, || self.ps[p].timers.len() > 0);
+    }
+
+    /// `block_on` callers: (polling, parked).
+    pub(crate) fn block_on_callers(&self) -> (usize, usize) {
+        // Relaxed: counts for a report, a moment old at worst.
+        (
+            self.block_on_polling.load(Ordering::Relaxed),
+            self.block_on_parked.load(Ordering::Relaxed),
+        )
     }
 
     pub(crate) fn stats(&self) -> Stats {

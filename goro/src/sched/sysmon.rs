@@ -98,6 +98,12 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
     // Pool hook: when the next pool cycle is due, and cycles done while idle.
     let mut pool_next = instant_after(Instant::now(), sched.pool_cycle);
     let mut idle_pool_cycles = 0u32;
+    // The likely-deadlock check (runtime/deadlock.rs): since when every P
+    // has been idle, and whether this idle period was checked (once each:
+    // whatever could end it, a timer, a socket, a blocking call, makes the
+    // runtime busy first).
+    let mut idle_since: Option<Instant> = None;
+    let mut checked = false;
     loop {
         if sched.is_shutdown() {
             return;
@@ -110,11 +116,18 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             pool_next = instant_after(Instant::now(), sched.pool_cycle);
             None
         };
-        let wake_at = match (trace_due, pool_due) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
         let idle = sched.idle.npidle() == sched.procs && sched.global.is_empty();
+        if !idle {
+            idle_since = None;
+            checked = false;
+        }
+        let deadlock_due = match (idle, sched.deadlock.grace(), checked) {
+            (true, Some(grace), false) => {
+                Some(instant_after(*idle_since.get_or_insert_with(Instant::now), grace))
+            }
+            _ => None,
+        };
+        let wake_at = [trace_due, pool_due, deadlock_due].into_iter().flatten().min();
         if idle {
             // Everything is idle: sleep until a P is taken (or the trace or
             // a pool cycle is due).
@@ -142,6 +155,13 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
         }
         if sched.is_shutdown() {
             return;
+        }
+        crate::time::clock::refresh_coarse();
+        if let (Some(t), Some(since)) = (deadlock_due, idle_since) {
+            if Instant::now() >= t {
+                crate::runtime::deadlock::check(&sched, since.elapsed());
+                checked = true;
+            }
         }
         if pool_due.is_some_and(|t| Instant::now() >= t) {
             pool_next =

@@ -39,40 +39,69 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
+use crate::sched::task_meta::{blocked_on, PollScope, Reason, State, TaskId, TaskMeta};
+use crate::sched::task_table::TaskTable;
 use crate::sched::Sched;
 
 /// A scheduled task, as held by run queues.
-pub(crate) type Runnable = async_task::Runnable<()>;
+pub(crate) type Runnable = async_task::Runnable<TaskMeta>;
 
 /// Creates a task for `future` on `sched` and returns it unscheduled.
-pub(crate) fn new_task<F>(sched: &Arc<Sched>, future: F) -> (Runnable, JoinHandle<F::Output>)
+pub(crate) fn new_task<F>(
+    sched: &Arc<Sched>,
+    future: F,
+    spawn: Spawn,
+) -> (Runnable, JoinHandle<F::Output>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     let s = sched.clone();
     new_task_with(
+        sched,
         future,
+        spawn,
         move |runnable: Runnable, info: async_task::ScheduleInfo| {
             s.schedule(runnable, info.woken_while_running);
         },
     )
 }
 
+/// Where a task comes from: its spawn site, name, and the P that spawns it.
+pub(crate) struct Spawn {
+    pub(crate) location: &'static std::panic::Location<'static>,
+    pub(crate) name: Option<Box<str>>,
+    pub(crate) p: Option<usize>,
+}
+
 /// Like [`new_task`] with a custom schedule function (the blocking pool's).
-pub(crate) fn new_task_with<F, S>(future: F, schedule: S) -> (Runnable, JoinHandle<F::Output>)
+pub(crate) fn new_task_with<F, S>(
+    sched: &Arc<Sched>,
+    future: F,
+    spawn: Spawn,
+    schedule: S,
+) -> (Runnable, JoinHandle<F::Output>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     S: Fn(Runnable, async_task::ScheduleInfo) + Send + Sync + 'static,
 {
-    let wrapped = TaskFuture {
-        future: ManuallyDrop::new(future),
-        live: true,
-        registered: None,
-    };
-    let (runnable, task) =
-        async_task::Builder::new().spawn(|()| wrapped, async_task::WithInfo(schedule));
+    let table: *const TaskTable = &sched.tasks;
+    let meta = TaskMeta::new(spawn.location, spawn.name, spawn.p, crate::time::clock::coarse());
+    let (runnable, task) = async_task::Builder::new().metadata(meta).spawn(
+        |meta: &TaskMeta| TaskFuture {
+            future: ManuallyDrop::new(future),
+            live: true,
+            registered: None,
+            meta,
+            table,
+        },
+        async_task::WithInfo(schedule),
+    );
+    // SAFETY: the metadata lives in the task's header until the allocation
+    // is freed, and the task's future (created just above) removes it from
+    // the table when it is dropped, which async-task does before freeing.
+    unsafe { sched.tasks.insert(runnable.metadata(), spawn.p) };
     (runnable, JoinHandle::new(task))
 }
 
@@ -86,15 +115,39 @@ struct TaskFuture<F> {
     /// parked. Taken lazily from the polling thread so that a task that
     /// never parks costs no reference count.
     registered: Option<(usize, Arc<Sched>)>,
+    /// This task's record, in the same allocation (async-task's header).
+    meta: *const TaskMeta,
+    /// The runtime's task table, which lists this task until `drop_future`.
+    table: *const TaskTable,
 }
 
+// SAFETY: the two pointers are shared references in all but lifetime
+// (`TaskMeta` and `TaskTable` are Sync; see `meta()` and `table()` for why
+// they stay valid); the rest is `F` and Send fields.
+unsafe impl<F: Send> Send for TaskFuture<F> {}
+
 impl<F> TaskFuture<F> {
+    fn meta(&self) -> &TaskMeta {
+        // SAFETY: the metadata is in the header of the allocation that holds
+        // this future, and async-task frees the header only after the future
+        // is dropped.
+        unsafe { &*self.meta }
+    }
+
+    fn table(&self) -> &TaskTable {
+        // SAFETY: the table is a field of the `Sched` that the task's
+        // schedule function keeps alive (an `Arc`) until the allocation,
+        // which holds this future, is freed.
+        unsafe { &*self.table }
+    }
+
     /// Drops the future in place (once), catching a panic in its `Drop` so
     /// that it never unwinds into the scheduler; returns the panic.
     fn drop_future(&mut self) -> Result<(), Box<dyn Any + Send + 'static>> {
         if !std::mem::replace(&mut self.live, false) {
             return Ok(());
         }
+        self.table().remove(self.meta());
         // SAFETY: `live` was true, so the future has not been dropped, and
         // it is never touched again. Dropping a pinned value in place keeps
         // the pinning guarantee (it is not moved before its `Drop`).
@@ -114,11 +167,15 @@ impl<F: Future> Future for TaskFuture<F> {
         // other fields are not structurally pinned.
         let this = unsafe { self.get_unchecked_mut() };
         debug_assert!(this.live, "a task polled after completion");
+        let scope = PollScope::enter(this.meta().id);
         // SAFETY: `this.future` lives inside the pinned `TaskFuture` and is
         // live (async-task never polls a completed task).
         let fut = unsafe { Pin::new_unchecked(&mut *this.future) };
         let out = match catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
             Ok(Poll::Pending) => {
+                let (reason, detail) = scope.reason();
+                this.meta()
+                    .set(State::Parked(reason, detail), crate::time::clock::coarse());
                 if this.registered.is_none() {
                     if let Some(sched) = crate::sched::machine::current_sched() {
                         this.registered = Some((sched.registry.register(cx.waker()), sched));
@@ -250,11 +307,12 @@ pub struct JoinHandle<T> {
     /// than a cell because `abort` takes `&self` and the handle is `Sync`;
     /// it is uncontended in practice (one owner polls it).
     slot: std::sync::Mutex<Slot<T>>,
+    id: TaskId,
 }
 
 /// Where a [`JoinHandle`] stands.
 enum Slot<T> {
-    Running(async_task::FallibleTask<TaskOutput<T>>),
+    Running(async_task::FallibleTask<TaskOutput<T>, TaskMeta>),
     /// A poll returned the result: polling again is a bug in the caller,
     /// reported as such (not as a cancelled task).
     Returned,
@@ -262,10 +320,17 @@ enum Slot<T> {
 }
 
 impl<T> JoinHandle<T> {
-    fn new(task: async_task::Task<TaskOutput<T>>) -> JoinHandle<T> {
+    fn new(task: async_task::Task<TaskOutput<T>, TaskMeta>) -> JoinHandle<T> {
         JoinHandle {
+            id: task.metadata().id,
             slot: std::sync::Mutex::new(Slot::Running(task.fallible())),
         }
+    }
+
+    /// The task's id: the one [`crate::Runtime::dump`] shows, unique in
+    /// the process.
+    pub fn id(&self) -> TaskId {
+        self.id
     }
 
     fn slot(&self) -> std::sync::MutexGuard<'_, Slot<T>> {
@@ -337,7 +402,10 @@ impl<T> Future for JoinHandle<T> {
             }
         };
         match Pin::new(task).poll(cx) {
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                blocked_on(Reason::Join, self.id.0);
+                Poll::Pending
+            }
             Poll::Ready(out) => {
                 *slot = Slot::Returned;
                 // `None`: the task was cancelled (runtime shut down).
@@ -350,6 +418,7 @@ impl<T> Future for JoinHandle<T> {
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinHandle")
+            .field("id", &self.id)
             .field("finished", &self.is_finished())
             .finish()
     }
@@ -448,8 +517,9 @@ pub(crate) mod test_support {
     pub(crate) fn runnable(id: usize, log: &Log) -> Runnable {
         let ran = log.ran.clone();
         let guard = CountDrop(log.dropped.clone());
-        let (r, t) = async_task::spawn(
-            async move {
+        let meta = crate::sched::task_meta::TaskMeta::new(std::panic::Location::caller(), None, None, 1);
+        let (r, t) = async_task::Builder::new().metadata(meta).spawn(
+            move |_| async move {
                 let _g = guard;
                 ran.lock().unwrap().push(id);
             },

@@ -252,7 +252,7 @@ impl Sched {
             match f {
                 Fired::Wake(w) => w.wake(),
                 Fired::Func(t, true) => {
-                    crate::runtime::spawn_on(self, async move { t.call() });
+                    crate::runtime::spawn_on(self, async move { t.call() }, None);
                 }
                 Fired::Func(t, false) => t.call(),
             }

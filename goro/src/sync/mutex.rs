@@ -73,6 +73,7 @@
 //!
 //! [`SpinPolicy`]: crate::SpinPolicy
 
+use crate::sched::task_meta::{blocked_on, Reason};
 use crate::loom::Unpoison;
 use std::fmt;
 use std::future::Future;
@@ -484,6 +485,7 @@ impl<'a, T: ?Sized> Future for LockFuture<'a, T> {
                 match w.notified {
                     None => {
                         update_waker(&mut w.waker, cx.waker());
+                        blocked_on(Reason::Mutex, 0);
                         return Poll::Pending;
                     }
                     Some(Notified::Handoff) => {
@@ -507,6 +509,7 @@ impl<'a, T: ?Sized> Future for LockFuture<'a, T> {
             this.wait = Wait::Done;
             return Poll::Ready(m.guard());
         }
+        blocked_on(Reason::Mutex, 0);
         Poll::Pending
     }
 }

@@ -23,6 +23,7 @@
 //! so that cancellation cannot abandon it. It would need a runtime, `Send +
 //! 'static` initializers, and would keep running work nobody waits for.
 
+use crate::sched::task_meta::{blocked_on, Reason};
 use crate::loom::Unpoison;
 use std::fmt;
 use std::future::Future;
@@ -329,6 +330,7 @@ impl<T> Future for WaitNotRunning<'_, T> {
         if let Some(key) = this.key {
             if q.is_linked(key) {
                 update_waker(q.get_mut(key), cx.waker());
+                blocked_on(Reason::Once, 0);
                 return Poll::Pending;
             }
             q.remove(key);
@@ -341,6 +343,7 @@ impl<T> Future for WaitNotRunning<'_, T> {
             return Poll::Ready(());
         }
         this.key = Some(q.push_back(Some(cx.waker().clone())));
+        blocked_on(Reason::Once, 0);
         Poll::Pending
     }
 }

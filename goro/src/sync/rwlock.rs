@@ -33,6 +33,7 @@ use std::task::{Context, Poll};
 
 use super::cell::{ConstPtr, MutPtr, UnsafeCell};
 use super::semaphore::{Acquire, Semaphore};
+use crate::sched::task_meta::Reason;
 
 /// Readers that may hold the lock at once; a writer acquires all of them.
 const MAX_READERS: usize = Semaphore::MAX_PERMITS;
@@ -116,7 +117,7 @@ impl<T: ?Sized> RwLock<T> {
     pub fn read(&self) -> ReadFuture<'_, T> {
         ReadFuture {
             lock: self,
-            raw: Acquire::new(&self.sem, 1),
+            raw: Acquire::new(&self.sem, 1, Reason::RwLock),
         }
     }
 
@@ -131,7 +132,7 @@ impl<T: ?Sized> RwLock<T> {
     pub fn write(&self) -> WriteFuture<'_, T> {
         WriteFuture {
             lock: self,
-            raw: Acquire::new(&self.sem, MAX_READERS),
+            raw: Acquire::new(&self.sem, MAX_READERS, Reason::RwLock),
         }
     }
 

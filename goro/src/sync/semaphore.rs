@@ -35,6 +35,7 @@
 //! `sync.Mutex` barging). For a semaphore, small requests would starve a
 //! large one forever; FIFO is what `Weighted` and tokio promise.
 
+use crate::sched::task_meta::{blocked_on, Reason};
 use crate::loom::Unpoison;
 use std::fmt;
 use std::future::Future;
@@ -189,7 +190,7 @@ impl Semaphore {
             Semaphore::MAX_PERMITS
         );
         AcquireFuture {
-            raw: Acquire::new(self, n),
+            raw: Acquire::new(self, n, Reason::Semaphore),
         }
     }
 
@@ -351,14 +352,17 @@ pub(crate) struct Acquire<'a> {
     sem: &'a Semaphore,
     n: usize,
     wait: Wait,
+    /// What the task dump says a task parked here waits on.
+    reason: Reason,
 }
 
 impl<'a> Acquire<'a> {
-    pub(crate) fn new(sem: &'a Semaphore, n: usize) -> Acquire<'a> {
+    pub(crate) fn new(sem: &'a Semaphore, n: usize, reason: Reason) -> Acquire<'a> {
         Acquire {
             sem,
             n,
             wait: Wait::Start,
+            reason,
         }
     }
 
@@ -372,6 +376,7 @@ impl<'a> Acquire<'a> {
                 let w = q.get_mut(key);
                 if w.remaining != 0 {
                     update_waker(&mut w.waker, cx.waker());
+                    blocked_on(self.reason, 0);
                     return Poll::Pending;
                 }
                 // Completed by a release under the queue lock we now hold: its
@@ -417,6 +422,7 @@ impl<'a> Acquire<'a> {
             remaining,
         });
         self.wait = Wait::Queued(key);
+        blocked_on(self.reason, 0);
         Poll::Pending
     }
 }

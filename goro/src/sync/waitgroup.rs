@@ -22,6 +22,7 @@
 //! cancelled waiter simply leave. Go's "WaitGroup is reused before previous
 //! Wait has returned" panic has no reason to exist here for the same reason.
 
+use crate::sched::task_meta::{blocked_on, Reason};
 use crate::loom::Unpoison;
 use std::fmt;
 use std::future::Future;
@@ -215,6 +216,7 @@ impl Future for WaitFuture<'_> {
             let mut q = this.wg.lock_waiters();
             if q.is_linked(key) {
                 update_waker(&mut q.get_mut(key).waker, cx.waker());
+                blocked_on(Reason::WaitGroup, 0);
                 return Poll::Pending;
             }
             // Released by the add that reached zero; its writes happen before
@@ -238,6 +240,7 @@ impl Future for WaitFuture<'_> {
         this.key = Some(q.push_back(Waiter {
             waker: Some(cx.waker().clone()),
         }));
+        blocked_on(Reason::WaitGroup, 0);
         Poll::Pending
     }
 }

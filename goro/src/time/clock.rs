@@ -8,6 +8,7 @@
 //! know whether it is due (a channel timer checks that on the receiver's
 //! thread, see `timer.rs`).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,28 @@ fn epoch() -> Instant {
 pub(crate) fn now() -> u64 {
     (epoch().elapsed().as_nanos() as u64).max(1)
 }
+
+/// The clock a moment ago, for records that need milliseconds, not
+/// nanoseconds (a task's "parked since"): one shared load instead of a
+/// clock read. The monitor of every runtime refreshes it while any of its
+/// Ps is busy (at most every 10 ms), and a thread refreshes it when it
+/// starts running tasks after a sleep, so a task that changes state reads
+/// a value at most one monitor period old.
+#[inline]
+pub(crate) fn coarse() -> u64 {
+    // Relaxed: a time hint; nothing is published through it.
+    COARSE.load(Ordering::Relaxed)
+}
+
+/// Reads the clock and publishes it as [`coarse`]; returns it.
+pub(crate) fn refresh_coarse() -> u64 {
+    let n = now();
+    // fetch_max: two refreshers racing never move the clock back.
+    COARSE.fetch_max(n, Ordering::Relaxed);
+    n
+}
+
+static COARSE: AtomicU64 = AtomicU64::new(1);
 
 /// The clock value of `t`: 1 for anything before the epoch, `NEVER` past
 /// `u64`.

@@ -5,6 +5,7 @@
 //! zombie and swept later (see `timer.rs`). A deadline already passed is
 //! ready at once without touching any heap.
 
+use crate::sched::task_meta::{blocked_on, Reason};
 use super::timer::{Action, Callback, TimerInner, NEVER};
 use super::{clock, with_runtime};
 use crate::sched::timers::arm_timer;
@@ -113,6 +114,7 @@ impl Future for Sleep {
                     return crate::sched::coop::poll_proceed(cx);
                 }
                 if self.when == NEVER {
+                    blocked_on(Reason::Sleep, 0);
                     return Poll::Pending; // no timer can fire; nothing to arm
                 }
                 let when = self.when;
@@ -136,6 +138,7 @@ impl Future for Sleep {
                 }
             }
         }
+        blocked_on(Reason::Sleep, self.when);
         Poll::Pending
     }
 }

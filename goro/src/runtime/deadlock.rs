@@ -1,0 +1,204 @@
+//! The deadlock report: "all goroutines are asleep", as far as goro can
+//! tell.
+//!
+//! Go's runtime knows every thread that could wake a goroutine, so when the
+//! last M goes idle with no timer and no network poller it can say
+//! `fatal error: all goroutines are asleep - deadlock!` and be right. goro
+//! cannot be sure: a `Waker` is a value, and a thread outside goro (a
+//! `std::thread` holding a `Sender`, a foreign library's reactor) may hold
+//! one and wake a task at any moment. So goro reports a *likely* deadlock,
+//! after a grace period, and only where the evidence is strong:
+//!
+//! * every P is idle and the global queue is empty, continuously for the
+//!   grace period (the monitor, which sleeps while everything is idle,
+//!   sleeps at most that long while a check is armed);
+//! * a `block_on` caller is parked, and none is polling (without one,
+//!   nothing is waiting for a result, and a runtime that serves sockets or
+//!   works for outside threads is simply idle);
+//! * no timer is armed, no socket is registered, and the blocking pool is
+//!   running nothing (each of those could wake a task);
+//! * every task, and the `block_on` future, is parked on something only
+//!   another task can end: a channel, a `select!`, a lock, a wait group, a
+//!   join. A task parked in a future goro does not know (it names no reason)
+//!   may have its own waker source, so it silences the report.
+//!
+//! Then the report says so in one line, with what could still wake the
+//! tasks, followed by the task dump. [`Deadlock::Report`] prints it to
+//! stderr once per idle period and changes nothing else; [`Deadlock::Fail`]
+//! makes `block_on` panic with it, which is what `#[goro::test]` uses (a
+//! deadlocked test fails in a second with the dump instead of hanging until
+//! the harness's timeout). Off by default outside tests.
+//!
+//! The check costs nothing while tasks run: it lives in the monitor's idle
+//! branch, and with the report off the monitor sleeps exactly as before (no
+//! wakeups while idle).
+
+use crate::loom::Unpoison;
+use crate::runtime::dump::Dump;
+use crate::sched::task_meta::{human, Reason, State};
+use crate::sched::Sched;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// What goro does about a likely deadlock (module docs of
+/// `runtime::deadlock`; `Builder::deadlock`, `GORO_DEADLOCK`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Deadlock {
+    /// No check (the default outside `#[goro::test]`).
+    #[default]
+    Off,
+    /// Print the report and the task dump to stderr, once per idle period.
+    Report,
+    /// Make the `block_on` caller panic with the report (`#[goro::test]`).
+    Fail,
+}
+
+impl Deadlock {
+    /// Parses `GORO_DEADLOCK`'s value.
+    pub(crate) fn parse(v: &str) -> Result<Deadlock, String> {
+        match v.trim() {
+            "off" | "0" => Ok(Deadlock::Off),
+            "report" | "1" => Ok(Deadlock::Report),
+            "fail" => Ok(Deadlock::Fail),
+            _ => Err(format!(
+                "GORO_DEADLOCK='{v}' is invalid: accepted off, report or fail"
+            )),
+        }
+    }
+}
+
+/// Default grace period: how long everything must stay parked.
+pub const DEFAULT_DEADLOCK_GRACE: Duration = Duration::from_secs(1);
+
+/// Per-runtime state of the check.
+pub(crate) struct Detector {
+    mode: AtomicU8,
+    grace_ns: AtomicU64,
+    /// The report that `Fail` hands to `block_on`.
+    failure: Mutex<Option<String>>,
+    /// Threads in `block_on`, to wake with a failure.
+    callers: Mutex<Vec<std::thread::Thread>>,
+    /// The reason the last `block_on` poll gave for parking.
+    block_on_reason: AtomicU8,
+}
+
+impl Detector {
+    pub(crate) fn new() -> Detector {
+        Detector {
+            mode: AtomicU8::new(Deadlock::Off as u8),
+            grace_ns: AtomicU64::new(DEFAULT_DEADLOCK_GRACE.as_nanos() as u64),
+            failure: Mutex::new(None),
+            callers: Mutex::new(Vec::new()),
+            block_on_reason: AtomicU8::new(Reason::Other as u8),
+        }
+    }
+
+    pub(crate) fn configure(&self, mode: Deadlock, grace: Duration) {
+        // Relaxed: set before the monitor thread starts (its spawn orders it).
+        self.mode.store(mode as u8, Ordering::Relaxed);
+        self.grace_ns
+            .store(grace.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+    }
+
+    fn mode(&self) -> Deadlock {
+        match self.mode.load(Ordering::Relaxed) {
+            1 => Deadlock::Report,
+            2 => Deadlock::Fail,
+            _ => Deadlock::Off,
+        }
+    }
+
+    /// The grace period, if the check is on.
+    pub(crate) fn grace(&self) -> Option<Duration> {
+        match self.mode() {
+            Deadlock::Off => None,
+            _ => Some(Duration::from_nanos(self.grace_ns.load(Ordering::Relaxed))),
+        }
+    }
+
+    /// What the last `block_on` poll said it parked on.
+    pub(crate) fn block_on_reason(&self) -> Reason {
+        Reason::from_u8(self.block_on_reason.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn set_block_on_reason(&self, r: Reason) {
+        self.block_on_reason.store(r as u8, Ordering::Relaxed);
+    }
+
+    pub(crate) fn enter_block_on(&self) {
+        self.callers.lock().unpoison().push(std::thread::current());
+    }
+
+    pub(crate) fn leave_block_on(&self) {
+        let me = std::thread::current().id();
+        let mut callers = self.callers.lock().unpoison();
+        if let Some(i) = callers.iter().position(|t| t.id() == me) {
+            callers.swap_remove(i);
+        }
+    }
+
+    /// The report `block_on` must fail with, if the check found one.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failure.lock().unpoison().clone()
+    }
+}
+
+/// Runs the check after `idle_for` of continuous idleness (the monitor
+/// runs it once per idle period).
+pub(crate) fn check(sched: &Sched, idle_for: Duration) {
+    let det = &sched.deadlock;
+    let Some(line) = likely_deadlock(sched, idle_for) else {
+        return;
+    };
+    let report = format!("{line}\n{}", Dump::take(sched));
+    match det.mode() {
+        Deadlock::Off => {}
+        Deadlock::Report => eprintln!("{report}"),
+        Deadlock::Fail => {
+            *det.failure.lock().unpoison() = Some(report);
+            for t in det.callers.lock().unpoison().iter() {
+                t.unpark();
+            }
+        }
+    }
+}
+
+/// The one-line verdict, or `None` when something could still wake a task.
+fn likely_deadlock(sched: &Sched, idle_for: Duration) -> Option<String> {
+    // Everything is idle (re-checked: the monitor read it before sleeping).
+    if sched.idle.npidle() != sched.procs || !sched.global.is_empty() {
+        return None;
+    }
+    let (polling, parked) = sched.block_on_callers();
+    if parked == 0 || polling > 0 {
+        return None;
+    }
+    let timers = sched.global_timers.len() + sched.ps.iter().map(|p| p.timers.len()).sum::<usize>();
+    if timers > 0 || sched.poller.active().is_some() || sched.blocking.busy() {
+        return None;
+    }
+    let block_on_reason = sched.deadlock.block_on_reason();
+    if !block_on_reason.needs_a_task() || block_on_reason == Reason::Other {
+        return None;
+    }
+    let mut tasks = 0usize;
+    let mut all_parked_on_tasks = true;
+    sched.tasks.for_each(|m| {
+        tasks += 1;
+        match m.get().0 {
+            State::Parked(r, _) if r.needs_a_task() && r != Reason::Other => {}
+            _ => all_parked_on_tasks = false,
+        }
+    });
+    if !all_parked_on_tasks {
+        return None;
+    }
+    Some(format!(
+        "goro: likely deadlock: the block_on caller ({block_on_reason}) and all {tasks} tasks have \
+         been parked for {} on channels, selects, locks, wait groups or joins, with no timer armed, \
+         no socket registered and no blocking call running; only a waker held outside goro \
+         (another thread) could still wake them",
+        human(idle_for)
+    ))
+}

@@ -1,0 +1,207 @@
+//! Every live task of a runtime, for the task dump and the deadlock check
+//! (Go's `allgs`).
+//!
+//! A task enters at spawn and leaves when its future is dropped (it
+//! finished, was aborted, or the runtime shut down). The table holds a
+//! pointer to each task's [`TaskMeta`], which lives in the task's header;
+//! the pointer stays valid while the entry is in the table because a task
+//! leaves before its header can be freed (the future, whose drop removes
+//! the entry, is dropped before the allocation is), and both insert and
+//! remove take the shard's lock that a reader holds while it reads.
+//!
+//! Sharded by the spawning P, so spawns on different Ps take different
+//! locks, and a task that finishes on the P that spawned it (the common
+//! case) finds its shard's line in that P's cache. The lock is a spin lock
+//! (one swap to take, one store to release): every spawn and every exit
+//! take it, nearly always uncontended, and held only for a few stores or
+//! a dump's copy; a futex mutex's second atomic on release cost spawning
+//! a measurable share. Each shard is a slot
+//! vector with a free list: insert and remove are O(1) with no allocation
+//! in the steady state. A reader holds one shard's lock at a time, only to
+//! copy its entries' fields, so it delays a spawn on that P by at most that
+//! copy and never waits for a task.
+//!
+//! Rejected: registering lazily, at a task's first park, as the shutdown
+//! registry does (`task.rs`). A dump must also list tasks that have never
+//! parked (queued, or running a long poll: the one a user most needs to see).
+
+use crate::sched::task_meta::TaskMeta;
+use crossbeam_utils::{Backoff, CachePadded};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Shards: enough that Ps rarely share one; a P's shard is its id modulo.
+const SHARDS: usize = 64;
+
+pub(crate) struct TaskTable {
+    shards: Box<[CachePadded<SpinLock<Shard>>]>,
+}
+
+/// A lock for a few instructions' hold (module docs).
+struct SpinLock<T> {
+    locked: AtomicBool,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: the value is only reached through the guard, which the lock
+// hands to one thread at a time.
+unsafe impl<T: Send> Sync for SpinLock<T> {}
+
+impl<T> SpinLock<T> {
+    fn lock(&self) -> SpinGuard<'_, T> {
+        let backoff = Backoff::new();
+        // Acquire: pairs with the Release in `SpinGuard::drop`.
+        while self.locked.swap(true, Ordering::Acquire) {
+            while self.locked.load(Ordering::Relaxed) {
+                backoff.snooze();
+            }
+        }
+        SpinGuard(self)
+    }
+}
+
+struct SpinGuard<'a, T>(&'a SpinLock<T>);
+
+impl<T> std::ops::Deref for SpinGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: we hold the lock.
+        unsafe { &*self.0.value.get() }
+    }
+}
+
+impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: we hold the lock, and `&mut self` makes this the only
+        // reference through the guard.
+        unsafe { &mut *self.0.value.get() }
+    }
+}
+
+impl<T> Drop for SpinGuard<'_, T> {
+    fn drop(&mut self) {
+        // Release: what we wrote under the lock is seen by the next holder.
+        self.0.locked.store(false, Ordering::Release);
+    }
+}
+
+#[derive(Default)]
+struct Shard {
+    slots: Vec<*const TaskMeta>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+// SAFETY: the pointers are only dereferenced under the shard's lock, while
+// the entry is present, which keeps the pointee alive (module docs); the
+// pointee (`TaskMeta`) is Sync.
+unsafe impl Send for Shard {}
+
+impl TaskTable {
+    pub(crate) fn new() -> TaskTable {
+        TaskTable {
+            shards: (0..SHARDS)
+                .map(|_| {
+                    CachePadded::new(SpinLock {
+                        locked: AtomicBool::new(false),
+                        value: UnsafeCell::new(Shard::default()),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// Adds `meta`, spawned on P `p` (or without one).
+    ///
+    /// # Safety
+    /// `meta` must stay valid until [`TaskTable::remove`] is called for it,
+    /// and `remove` must be called before it is freed.
+    pub(crate) unsafe fn insert(&self, meta: &TaskMeta, p: Option<usize>) {
+        let shard_ix = p.map_or(SHARDS - 1, |p| p % (SHARDS - 1));
+        let mut shard = self.shards[shard_ix].lock();
+        let ix = match shard.free.pop() {
+            Some(ix) => {
+                shard.slots[ix as usize] = meta;
+                ix
+            }
+            None => {
+                shard.slots.push(meta);
+                (shard.slots.len() - 1) as u32
+            }
+        };
+        shard.live += 1;
+        // Relaxed: read back only by `remove`, under the same lock.
+        meta.slot
+            .store(((shard_ix as u64) << 32) | ix as u64, Ordering::Relaxed);
+    }
+
+    /// Removes `meta` (a no-op if it was never inserted).
+    pub(crate) fn remove(&self, meta: &TaskMeta) {
+        // Relaxed, and no read-modify-write: only the task's own exit
+        // (one thread) removes it.
+        let slot = meta.slot.load(Ordering::Relaxed);
+        if slot == u64::MAX {
+            return;
+        }
+        meta.slot.store(u64::MAX, Ordering::Relaxed);
+        let (shard_ix, ix) = ((slot >> 32) as usize, slot as u32);
+        let mut shard = self.shards[shard_ix].lock();
+        shard.slots[ix as usize] = std::ptr::null();
+        shard.free.push(ix);
+        shard.live -= 1;
+        // Give memory back after a burst: a table that held a million tasks
+        // and now holds a hundred keeps no megabytes of free slots.
+        if shard.live == 0 && shard.slots.capacity() > 1024 {
+            *shard = Shard::default();
+        }
+    }
+
+    /// Calls `f` for every live task, one shard's lock at a time.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&TaskMeta)) {
+        for shard in self.shards.iter() {
+            let shard = shard.lock();
+            for &m in shard.slots.iter().filter(|m| !m.is_null()) {
+                // SAFETY: present in the table under its lock, so alive
+                // (module docs; `insert`'s contract).
+                f(unsafe { &*m });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::panic::Location;
+
+    #[test]
+    fn insert_remove_and_reuse() {
+        let t = TaskTable::new();
+        let metas: Vec<TaskMeta> = (0..10)
+            .map(|_| TaskMeta::new(Location::caller(), None, None, 1))
+            .collect();
+        for (i, m) in metas.iter().enumerate() {
+            // SAFETY: every meta outlives the table's use below and is
+            // removed or outlives `t`.
+            unsafe { t.insert(m, Some(i % 3)) };
+        }
+        let mut n = 0;
+        t.for_each(|_| n += 1);
+        assert_eq!(n, 10);
+        for m in &metas[..5] {
+            t.remove(m);
+            t.remove(m); // twice is harmless
+        }
+        let mut seen = Vec::new();
+        t.for_each(|m| seen.push(m.id));
+        seen.sort();
+        let want: Vec<_> = metas[5..].iter().map(|m| m.id).collect();
+        assert_eq!(seen, want);
+        for m in &metas[5..] {
+            t.remove(m);
+        }
+        let mut n = 0;
+        t.for_each(|_| n += 1);
+        assert_eq!(n, 0);
+    }
+}
