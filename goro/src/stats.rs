@@ -38,6 +38,13 @@ macro_rules! counters {
             $( pub(crate) $name: AtomicU64, )*
         }
 
+        impl Stats {
+            /// Calls `f` with each counter's name and value.
+            pub fn for_each(&self, mut f: impl FnMut(&'static str, u64)) {
+                $( f(stringify!($name), self.$name); )*
+            }
+        }
+
         impl Counters {
             pub(crate) fn add_to(&self, s: &mut Stats) {
                 $( s.$name += self.$name.load(Ordering::Relaxed); )*

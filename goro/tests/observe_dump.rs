@@ -47,14 +47,14 @@ fn a_task_stuck_in_a_ten_second_loop_shows_as_running_for_ten_seconds() {
         .collect();
     let sleeper = rt.spawn(async { goro::time::sleep(Duration::from_secs(30)).await });
     let sleeper_id = sleeper.id();
-    let joiner = rt.spawn(async move { sleeper.await });
+    let joiner = rt.spawn(sleeper);
     let (hog_id, joiner_id) = (hog.id(), joiner.id());
 
     let d = wait_for_dump(&rt, Duration::from_secs(20), "the hog at 9.5 s", |d| {
         d.tasks().iter().any(|t| {
             t.id == hog_id
                 && matches!(t.state, TaskState::Running(Some(_)))
-                && t.for_ >= Duration::from_millis(9500)
+                && t.in_state_for >= Duration::from_millis(9500)
         })
     });
     // The dump completed while the hog is still inside its poll.

@@ -60,6 +60,13 @@ fn child() {
             rt.spawn_named("worker", async move { rx.recv().await })
         })
         .collect();
+    // Ready once every worker has parked (the parent then expects them
+    // parked in the dump the signal prints).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while rt.dump().counts().2 < 50 {
+        assert!(std::time::Instant::now() < deadline, "workers did not park:\n{}", rt.dump());
+        std::thread::sleep(Duration::from_millis(1));
+    }
     println!("child ready");
     // Runs on until the parent has seen the dump and says so.
     let mut line = String::new();

@@ -67,7 +67,7 @@ pub struct TaskInfo {
     pub state: State,
     /// How long it has been in `state` (to within the monitor's period,
     /// at most 10 ms).
-    pub for_: Duration,
+    pub in_state_for: Duration,
     /// For a wait with a deadline (a sleep, a socket with a deadline): how
     /// long until it (zero if past).
     pub deadline_in: Option<Duration>,
@@ -91,7 +91,7 @@ impl Dump {
                 location: m.location,
                 parent: m.parent,
                 state,
-                for_: Duration::from_nanos(now.saturating_sub(since)),
+                in_state_for: Duration::from_nanos(now.saturating_sub(since)),
                 deadline_in,
             });
         });
@@ -188,8 +188,8 @@ impl fmt::Display for Dump {
             (a.rank, std::cmp::Reverse(ta.len()), a).cmp(&(b.rank, std::cmp::Reverse(tb.len()), b))
         });
         for (key, tasks) in entries {
-            let lo = tasks.iter().map(|t| t.for_).min().unwrap_or_default();
-            let hi = tasks.iter().map(|t| t.for_).max().unwrap_or_default();
+            let lo = tasks.iter().map(|t| t.in_state_for).min().unwrap_or_default();
+            let hi = tasks.iter().map(|t| t.in_state_for).max().unwrap_or_default();
             let dur = if human(lo) == human(hi) {
                 format!("for {}", human(hi))
             } else {
@@ -246,7 +246,7 @@ mod tests {
             location: Location::caller(),
             parent: Some(TaskId(1)),
             state,
-            for_: Duration::from_secs(secs),
+            in_state_for: Duration::from_secs(secs),
             deadline_in: None,
         }
     }

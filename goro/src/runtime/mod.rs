@@ -19,6 +19,7 @@
 
 pub mod deadlock;
 pub mod dump;
+pub mod metrics;
 pub mod policy;
 mod signal;
 
@@ -420,6 +421,13 @@ impl Runtime {
         // Pools are process-wide; so are their cycles.
         s.pool_cycles = crate::sync::pool::cycles();
         s
+    }
+
+    /// Latency and load metrics: wake-to-run and poll-duration histograms
+    /// (sampled), per-P queue depths, and every counter (see
+    /// [`metrics::Metrics`]).
+    pub fn metrics(&self) -> metrics::Metrics {
+        metrics::Metrics::take(&self.sched, self.stats())
     }
 
     /// One line in Go's `schedtrace` shape describing the scheduler now.

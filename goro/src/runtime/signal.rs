@@ -100,7 +100,7 @@ fn install(signal: i32) -> io::Result<()> {
     // `extern "C" fn(c_int)`) and SA_RESTART so interrupted calls resume.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as usize;
+        sa.sa_sigaction = on_signal as *const () as usize;
         sa.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
         if libc::sigaction(signal, &sa, std::ptr::null_mut()) != 0 {

@@ -23,6 +23,7 @@ use crate::rng::Rng;
 use crate::sched::backoff::Backoff;
 use crate::sched::park::{Handoff, Parker};
 use crate::sched::task::Runnable;
+use crate::runtime::metrics::SAMPLE_EVERY;
 use crate::sched::task_meta::State;
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
@@ -262,8 +263,22 @@ impl Machine {
     fn execute(&mut self, task: Runnable, inherit: bool) {
         let pid = self.p();
         let p = &self.sched.ps[pid];
-        task.metadata()
-            .set(State::Running(Some(pid)), crate::time::clock::coarse());
+        let meta = task.metadata();
+        meta.set(State::Running(Some(pid)), crate::time::clock::coarse());
+        // One poll in SAMPLE_EVERY is timed, and every sampled wake
+        // (`runtime/metrics.rs`); the rest read no clock.
+        let polls = p.counters.tasks_polled.load(Ordering::Relaxed);
+        let woke = meta.take_woken();
+        let timed = polls.is_multiple_of(SAMPLE_EVERY);
+        let start = if timed || woke.is_some() {
+            let now = crate::time::clock::now();
+            if let Some(w) = woke {
+                p.metrics.wake_to_run.record(now.saturating_sub(w));
+            }
+            timed.then_some(now)
+        } else {
+            None
+        };
         let inherit = inherit && self.inherited < INHERIT_MAX;
         if inherit {
             self.inherited += 1;
@@ -275,6 +290,12 @@ impl Machine {
         bump(&p.counters.tasks_polled, 1);
         crate::sched::coop::set_budget(self.budget);
         task.run();
+        if let Some(start) = start {
+            // Into the P the poll started on, even if it was handed away.
+            p.metrics
+                .poll
+                .record(crate::time::clock::now().saturating_sub(start));
+        }
         // The P may have changed hands inside the poll (block_in_place).
         let pid = self.p();
         if pid != NO_P {

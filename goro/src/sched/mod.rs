@@ -204,7 +204,7 @@ impl Sched {
             WakeTarget::Runnext(p) | WakeTarget::TimerBatch(p) => Some(p),
             WakeTarget::Global => None,
         };
-        task.metadata().set(State::Runnable(on), coarse());
+        ready(&task, on);
         match target {
             WakeTarget::Runnext(p) if yielded => self.runqput_yield(&self.ps[p], task),
             WakeTarget::Runnext(p) => self.runqput(&self.ps[p], task, self.policy.runnext),
@@ -216,6 +216,9 @@ impl Sched {
     /// Queues `task` on P `p` (the caller's own) or, without one, globally.
     /// A new task's record already says where (`TaskMeta::new`).
     pub(crate) fn place(&self, p: Option<usize>, task: Runnable) {
+        if crate::runtime::metrics::sample_wake() {
+            task.metadata().mark_woken(crate::time::clock::now());
+        }
         match p {
             Some(p) => self.runqput(&self.ps[p], task, self.policy.runnext),
             None => self.inject(task),
@@ -445,6 +448,17 @@ impl Sched {
         }
         self.counters.add_to(&mut s);
         s
+    }
+}
+
+/// Records that `task` is runnable on P `on` (or globally), timing one
+/// wake in `SAMPLE_EVERY` for the wake-to-run histogram.
+#[inline]
+fn ready(task: &Runnable, on: Option<usize>) {
+    let meta = task.metadata();
+    meta.set(State::Runnable(on), coarse());
+    if crate::runtime::metrics::sample_wake() {
+        meta.mark_woken(crate::time::clock::now());
     }
 }
 

@@ -37,6 +37,8 @@ pub(crate) struct Processor {
     /// Pool hook: this P's process-wide pool slot and pin record, allocated
     /// on its first pool use (see `sync::pool::local`).
     pub(crate) pool: crate::sync::pool::ProcSlot,
+    /// Latency and queue-depth histograms (`runtime/metrics.rs`).
+    pub(crate) metrics: crate::runtime::metrics::ProcMetrics,
 }
 
 impl Processor {
@@ -51,6 +53,7 @@ impl Processor {
             counters: Counters::default(),
             timers: TimerQueue::new(sched),
             pool: crate::sync::pool::ProcSlot::new(),
+            metrics: crate::runtime::metrics::ProcMetrics::new(),
         }
     }
 

@@ -103,6 +103,8 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
     // whatever could end it, a timer, a socket, a blocking call, makes the
     // runtime busy first).
     let mut idle_since: Option<Instant> = None;
+    #[cfg(feature = "metrics")]
+    let mut last_publish = Instant::now();
     let mut checked = false;
     loop {
         if sched.is_shutdown() {
@@ -174,6 +176,15 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             // Nobody polled for a while (every P busy in long polls):
             // poll for them (Go's sysmon does; net/poller.rs).
             crate::net::poller::sysmon_poll(&sched);
+            // Queue depths, for the metrics (runtime/metrics.rs).
+            for p in sched.ps.iter() {
+                p.metrics.queue_depth.record(p.runq.len() as u64);
+            }
+            #[cfg(feature = "metrics")]
+            if last_publish.elapsed() >= Duration::from_secs(1) {
+                last_publish = Instant::now();
+                crate::runtime::metrics::publish_sched(&sched);
+            }
         }
         let retook = retake(&sched);
         delay = if retook {

@@ -193,6 +193,9 @@ pub(crate) struct TaskMeta {
     state: AtomicU64,
     /// A parked task's deadline or joined task (see [`State::Parked`]).
     detail: AtomicU64,
+    /// When a sampled wake made it ready (timer clock; 0: not sampled),
+    /// for the wake-to-run histogram (`runtime/metrics.rs`).
+    woke_at: AtomicU64,
     /// Where the task table holds this task: shard << 32 | index, or
     /// `u64::MAX` while not in a table. Written by the table only.
     pub(crate) slot: AtomicU64,
@@ -213,6 +216,7 @@ impl TaskMeta {
             name,
             state: AtomicU64::new(RUNNABLE | pack_p(p) | (now >> SINCE_UNIT) << SINCE_SHIFT),
             detail: AtomicU64::new(0),
+            woke_at: AtomicU64::new(0),
             slot: AtomicU64::new(u64::MAX),
         }
     }
@@ -232,6 +236,24 @@ impl TaskMeta {
         };
         self.state
             .store(word | (now >> SINCE_UNIT) << SINCE_SHIFT, Ordering::Relaxed);
+    }
+
+    /// Records that a sampled wake readied the task at `now`.
+    #[inline]
+    pub(crate) fn mark_woken(&self, now: u64) {
+        self.woke_at.store(now, Ordering::Relaxed);
+    }
+
+    /// When a sampled wake readied it, if one did since the last call.
+    #[inline]
+    pub(crate) fn take_woken(&self) -> Option<u64> {
+        match self.woke_at.load(Ordering::Relaxed) {
+            0 => None,
+            t => {
+                self.woke_at.store(0, Ordering::Relaxed);
+                Some(t)
+            }
+        }
     }
 
     /// The state and since when (the coarse clock, to 1 µs).
