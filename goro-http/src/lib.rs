@@ -79,6 +79,9 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "tokio-compat")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio-compat")))]
+pub mod compat;
 mod io;
 mod server;
 pub mod tls;
