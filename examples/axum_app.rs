@@ -39,7 +39,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use goro::context::Context;
 use goro_http::compat::{compat, TokioCompatLayer};
-use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -264,7 +264,8 @@ async fn open_db(flags: &Flags) -> SqlitePool {
     });
     let opts = SqliteConnectOptions::new()
         .filename(&path)
-        .create_if_missing(true);
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal);
     let db = SqlitePoolOptions::new()
         .max_connections(8)
         .connect_with(opts)
