@@ -46,7 +46,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const NAME: &str = "axum_app";
-const USAGE: &str = "Usage: axum_app [--addr HOST:PORT] [--procs N] [--cert FILE --key FILE] [--plain]
+const USAGE: &str =
+    "Usage: axum_app [--addr HOST:PORT] [--procs N] [--cert FILE --key FILE] [--plain]
                 [--db FILE] [--upstream URL]
 
   --addr HOST:PORT  address to listen on (default 127.0.0.1:8443; port 0
@@ -212,7 +213,13 @@ async fn list_notes(State(s): State<Shared>) -> Result<Json<Vec<Note>>, Fail> {
     sqlx::query_as("SELECT id, text FROM notes ORDER BY id DESC LIMIT 100")
         .fetch_all(&s.db)
         .await
-        .map(|rows| Json(rows.into_iter().map(|(id, text)| Note { id, text }).collect()))
+        .map(|rows| {
+            Json(
+                rows.into_iter()
+                    .map(|(id, text)| Note { id, text })
+                    .collect(),
+            )
+        })
         .map_err(internal)
 }
 
@@ -274,7 +281,12 @@ async fn open_db(flags: &Flags) -> SqlitePool {
     sqlx::query("CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
         .execute(&db)
         .await
-        .unwrap_or_else(|e| fail(format!("--db {}: creating the notes table: {e}", path.display())));
+        .unwrap_or_else(|e| {
+            fail(format!(
+                "--db {}: creating the notes table: {e}",
+                path.display()
+            ))
+        });
     eprintln!("{NAME}: notes in {}", path.display());
     db
 }

@@ -27,13 +27,13 @@
 //!
 //! // reqwest needs tokio's reactor: its route runs in the compat context.
 //! let client = reqwest::Client::new();
-//! let tokio_bound = Router::new()
+//! let tokio_bound: Router = Router::new()
 //!     .route("/proxy", get(move || async move {
 //!         client.get("http://127.0.0.1:8080/").send().await.unwrap().text().await.unwrap()
 //!     }))
 //!     .route_layer(TokioCompatLayer::new());
 //! // `/` needs nothing of tokio, and gets nothing of it.
-//! let app = Router::new()
+//! let app: Router = Router::new()
 //!     .route("/", get(|| async { "Hello, World!" }))
 //!     .merge(tokio_bound);
 //! # drop(app);
@@ -94,16 +94,15 @@ pub fn handle() -> tokio::runtime::Handle {
 
 fn handle_ref() -> &'static tokio::runtime::Handle {
     static HANDLE: OnceLock<tokio::runtime::Handle> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            // async-compat keeps its runtime private; a future run in its
-            // context reads the handle out, ready at its first poll.
-            let mut f = std::pin::pin!(Compat::new(async { tokio::runtime::Handle::current() }));
-            match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-                Poll::Ready(h) => h,
-                Poll::Pending => unreachable!("an async block with no await is ready"),
-            }
-        })
+    HANDLE.get_or_init(|| {
+        // async-compat keeps its runtime private; a future run in its
+        // context reads the handle out, ready at its first poll.
+        let mut f = std::pin::pin!(Compat::new(async { tokio::runtime::Handle::current() }));
+        match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(h) => h,
+            Poll::Pending => unreachable!("an async block with no await is ready"),
+        }
+    })
 }
 
 /// A tower layer that runs a service's request futures, and polls its

@@ -124,7 +124,10 @@ fn serve(name: &str) -> (TestServer, std::path::PathBuf) {
             .unwrap();
         Shared {
             db,
-            http: reqwest::Client::builder().timeout(DEADLINE).build().unwrap(),
+            http: reqwest::Client::builder()
+                .timeout(DEADLINE)
+                .build()
+                .unwrap(),
             upstream: format!("http://{addr}/"),
         }
     }));
