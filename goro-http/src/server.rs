@@ -2,7 +2,7 @@
 //! ([`Server::serve`]), one goro task per connection, and shutdown
 //! ([`Server::shutdown`], [`Server::close`]).
 
-use crate::io::Compat;
+use crate::io::{Coalesce, Compat};
 use goro::chan::{self, Receiver, Sender};
 use goro::context::{Cancel, Context, ContextError};
 use goro::net::hyper::{GoroExecutor, GoroIo, GoroTimer};
@@ -449,7 +449,8 @@ where
                 // Go bounds the whole handshake (a client may also stall
                 // it by not reading): the read deadline above covers only
                 // reads, and only with `read_header_timeout`.
-                let handshake = acceptor.accept(io);
+                // One send per flush, not one per TLS record (`Coalesce`).
+                let handshake = acceptor.accept(Coalesce::new(io));
                 let limit = cfg.handshake_timeout();
                 let handshake = async {
                     match limit {
