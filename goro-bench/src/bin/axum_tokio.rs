@@ -27,12 +27,18 @@ fn main() {
     let (mut addr, mut threads, mut tls) = ("127.0.0.1:0".to_string(), None, false);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--addr" => addr = args.next().unwrap_or_else(|| fail("--addr: expected HOST:PORT")),
+            "--addr" => {
+                addr = args
+                    .next()
+                    .unwrap_or_else(|| fail("--addr: expected HOST:PORT"))
+            }
             "--threads" => {
                 let v = args.next().unwrap_or_default();
                 threads = match v.parse::<usize>() {
                     Ok(n) if (1..=4096).contains(&n) => Some(n),
-                    _ => fail(format!("--threads {v:?}: expected a whole number from 1 to 4096")),
+                    _ => fail(format!(
+                        "--threads {v:?}: expected a whole number from 1 to 4096"
+                    )),
                 }
             }
             "--tls" => tls = true,
@@ -43,9 +49,11 @@ fn main() {
             _ => fail(format!("unknown argument {a:?}")),
         }
     }
-    let addr: SocketAddr = addr
-        .parse()
-        .unwrap_or_else(|_| fail(format!("--addr {addr:?}: expected HOST:PORT, e.g. 127.0.0.1:8443")));
+    let addr: SocketAddr = addr.parse().unwrap_or_else(|_| {
+        fail(format!(
+            "--addr {addr:?}: expected HOST:PORT, e.g. 127.0.0.1:8443"
+        ))
+    });
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = threads {
         rt.worker_threads(n);
@@ -58,8 +66,9 @@ fn main() {
         l.set_nonblocking(true).expect("nonblocking");
         let local = l.local_addr().expect("local address");
         if tls {
-            let c = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
-                .expect("certificate");
+            let c =
+                rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
+                    .expect("certificate");
             let cfg = goro_http::tls::from_pem(
                 c.cert.pem().as_bytes(),
                 c.key_pair.serialize_pem().as_bytes(),

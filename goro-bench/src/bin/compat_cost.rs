@@ -106,7 +106,9 @@ fn serve() {
         .build()
         .expect("tokio");
     rt.block_on(async {
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         println!("listening on http://{}", l.local_addr().unwrap());
         let app = axum::Router::new().route("/", axum::routing::get(|| async { "Hello, World!" }));
         axum::serve(l, app).await.expect("serve");
@@ -167,15 +169,29 @@ fn main() {
             let j = tokio::spawn(f);
             async move { j.await.unwrap() }
         }));
-        let g = goro_rt.block_on(goro_http::compat::compat(measure(url.clone(), n, conc, |f| {
-            let j = goro::spawn(goro_http::compat::compat(f));
-            async move { j.await.unwrap() }
-        })));
+        let g = goro_rt.block_on(goro_http::compat::compat(measure(
+            url.clone(),
+            n,
+            conc,
+            |f| {
+                let j = goro::spawn(goro_http::compat::compat(f));
+                async move { j.await.unwrap() }
+            },
+        )));
         for (name, r, i) in [("tokio", t, 0), ("goro+compat", g, 1)] {
             println!(
                 "{}     {name:<12} {:>8.1} {:>10.1} {:>10.1} {:>14.1} {:>10.0} {:>15.1}",
-                if round == 0 { "warm".to_string() } else { round.to_string() },
-                r.seq_mean_us, r.seq_p50_us, r.seq_p99_us, r.seq_cpu_us, r.conc_rps, r.conc_cpu_us
+                if round == 0 {
+                    "warm".to_string()
+                } else {
+                    round.to_string()
+                },
+                r.seq_mean_us,
+                r.seq_p50_us,
+                r.seq_p99_us,
+                r.seq_cpu_us,
+                r.conc_rps,
+                r.conc_cpu_us
             );
             if round > 0 {
                 cols[i].push(r);
@@ -184,7 +200,8 @@ fn main() {
     }
     let med = |i: usize, f: fn(&Round) -> f64| median(cols[i].iter().map(f).collect());
     println!("medians over {rounds} rounds:");
-    let rows: [(&str, fn(&Round) -> f64); 6] = [
+    type Metric = (&'static str, fn(&Round) -> f64);
+    let rows: [Metric; 6] = [
         ("seq_mean_us", |r| r.seq_mean_us),
         ("seq_p50_us", |r| r.seq_p50_us),
         ("seq_p99_us", |r| r.seq_p99_us),
@@ -194,7 +211,10 @@ fn main() {
     ];
     for (name, f) in rows {
         let (t, g) = (med(0, f), med(1, f));
-        println!("  {name:<16} tokio {t:>10.1}  goro+compat {g:>10.1}  goro/tokio {:.2}", g / t);
+        println!(
+            "  {name:<16} tokio {t:>10.1}  goro+compat {g:>10.1}  goro/tokio {:.2}",
+            g / t
+        );
     }
     let _ = child.kill();
     let _ = child.wait();
