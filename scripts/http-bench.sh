@@ -51,7 +51,7 @@ fi
 
 echo "http-bench: building (release)" >&2
 cargo build -q --release -p goro-http --example axum_app
-cargo build -q --release -p goro-bench --bin axum_tokio
+cargo build -q --release -p goro-bench --features http --bin axum_tokio
 (cd bench/go-http && go build -o ../../target/go-http .)
 goro_bin=target/release/examples/axum_app
 tokio_bin=target/release/axum_tokio

@@ -4,6 +4,7 @@
 //! rustls over TLS (ALPN `h2`, `http/1.1`; the same rustls configuration,
 //! ring provider and self-signed P-256 certificate as goro-http's).
 //!
+//! Build: `cargo build --release -p goro-bench --features http --bin axum_tokio`.
 //! Usage: `axum_tokio [--addr HOST:PORT] [--threads N] [--tls]`; prints
 //! `listening on http(s)://ADDR`, serves until killed.
 

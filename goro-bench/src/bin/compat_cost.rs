@@ -2,6 +2,7 @@
 //! GETs on loopback from a goro task through the compat layer and from a
 //! task on tokio, interleaved (tokio, goro, tokio, goro, ...).
 //!
+//! Build: `cargo build --release -p goro-bench --features http --bin compat_cost`.
 //! Usage: `compat_cost [--procs N] [--rounds R] [--requests N] [--conc C]`
 //!
 //! The server is this program again (`--serve`), a child process: axum on
