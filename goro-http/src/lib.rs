@@ -43,26 +43,32 @@
 //!
 //! | Go | here | how |
 //! |---|---|---|
-//! | `ReadHeaderTimeout` | [`Builder::read_header_timeout`] | the socket's read deadline from accept to the first request (covers the TLS handshake and protocol detection), then hyper's `header_read_timeout` for each HTTP/1 request head |
+//! | `ReadHeaderTimeout` | [`Builder::read_header_timeout`] | the socket's read deadline from accept to the first request (covers protocol detection), then hyper's `header_read_timeout` for each HTTP/1 request head |
+//! | `ReadTimeout` | [`Builder::read_timeout`] | HTTP/1: the socket's read deadline from a request's head to its response (hyper in half-close mode meanwhile) |
+//! | TLS handshake timeout | the shortest of the three above and `WriteTimeout` | a timer around the whole handshake |
 //! | `WriteTimeout` | [`Builder::write_timeout`] | `GoroIo::write_timeout`: a stalled write burst is cut (Go's is one deadline per response) |
-//! | `IdleTimeout` | [`Builder::idle_timeout`] | a timer per connection; no request in flight for the timeout shuts it down gracefully |
+//! | `IdleTimeout` | [`Builder::idle_timeout`] | a timer per connection; no request in flight (a response counts until its body is sent) for the timeout shuts it down gracefully |
 //! | `MaxHeaderBytes` | [`Builder::max_header_bytes`] | HTTP/1: hyper's read buffer limit, answering 431; HTTP/2: `SETTINGS_MAX_HEADER_LIST_SIZE` |
 //! | `http2.Server.MaxConcurrentStreams` | [`Builder::max_concurrent_streams`] | h2's setting |
 //! | rapid reset (CVE-2023-44487) | [`Builder::max_pending_accept_reset_streams`], [`Builder::max_local_error_reset_streams`] | h2's guards |
 //! | `Shutdown(ctx)` | [`Server::shutdown`] with a `goro::context::Context` | stop accepting, graceful shutdown of each connection, wait; close the rest when the context is done |
 //! | `Close()` | [`Server::close`] | close everything now |
 //!
-//! # Not done yet
+//! # tokio-bound crates in handlers
 //!
-//! * Go's `ReadTimeout` (a deadline over a whole request, body included):
-//!   hyper exposes no per-request read hook; bound bodies in the handler
-//!   (or with tower-http's timeout layers) for now.
+//! With the feature `tokio-compat`, `goro_http::compat` lends handlers a tokio
+//! context (async-compat's runtime on one side thread), so reqwest, sqlx
+//! and other crates that need tokio's reactor, timers or `spawn` work in
+//! them: `Router::route_layer(goro_http::compat::TokioCompatLayer::new())` on the
+//! routes that need it.
+//!
+//! # Not done
+//!
+//! * `ReadTimeout` on HTTP/2: a per-socket deadline would cut every
+//!   stream of the connection; bound a stream's body in its handler.
 //! * A header timeout for HTTP/2 requests after the first (h2 has none;
 //!   `idle_timeout` and [`Builder::http2_keep_alive`] bound idle and dead
 //!   connections).
-//! * The tokio-ecosystem compat layer (reqwest, sqlx in handlers), the
-//!   SQLite and reqwest routes of the example, and goro-bench rows for
-//!   HTTPS and HTTP/2 (issue 20's later parts).
 //!
 //! # Rejected
 //!
@@ -79,6 +85,9 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "tokio-compat")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio-compat")))]
+pub mod compat;
 mod io;
 mod server;
 pub mod tls;

@@ -2,7 +2,7 @@
 //! ([`Server::serve`]), one goro task per connection, and shutdown
 //! ([`Server::shutdown`], [`Server::close`]).
 
-use crate::io::Compat;
+use crate::io::{Coalesce, Compat};
 use goro::chan::{self, Receiver, Sender};
 use goro::context::{Cancel, Context, ContextError};
 use goro::net::hyper::{GoroExecutor, GoroIo, GoroTimer};
@@ -49,6 +49,7 @@ const MIN_H1_BUF: usize = 8192;
 #[derive(Clone, Debug)]
 pub struct Builder {
     read_header_timeout: Option<Duration>,
+    read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
     idle_timeout: Option<Duration>,
     max_header_bytes: usize,
@@ -63,6 +64,7 @@ impl Default for Builder {
     fn default() -> Builder {
         Builder {
             read_header_timeout: None,
+            read_timeout: None,
             write_timeout: None,
             idle_timeout: None,
             max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
@@ -86,11 +88,43 @@ impl Builder {
     /// this (and `idle_timeout`), or a slow client holds its connection for
     /// as long as it likes.
     ///
+    /// The TLS handshake, as Go's, has the shortest of `read_header_timeout`,
+    /// `read_timeout` and `write_timeout` that are set, as a whole: a
+    /// client that connects and sends nothing, or half a ClientHello, or
+    /// stops reading the server's flight, is cut when it runs out.
+    ///
     /// HTTP/1 note: hyper starts this timer when it begins waiting for the
     /// next request, so an idle keep-alive connection is also closed after
     /// it (Go uses `IdleTimeout` for that wait).
     pub fn read_header_timeout(mut self, t: Duration) -> Builder {
         self.read_header_timeout = Some(t);
+        self
+    }
+
+    /// Go's `ReadTimeout`, for HTTP/1: from the moment a request's head
+    /// has arrived until its handler has answered, the connection's reads
+    /// (the request body's) have `t`; a client that sends its body too
+    /// slowly is cut (the handler's body read fails, the connection
+    /// closes). The deadline is lifted when the handler's response is
+    /// ready, so neither a slow handler nor a long download is cut by it
+    /// (`write_timeout` bounds the latter). To keep a slow handler's
+    /// connection, hyper is put in half-close mode, where it does not read
+    /// while a handler runs: a client that hangs up mid-request is noticed
+    /// when its response is written, not before. The head itself is `read_header_timeout`'s (Go's
+    /// `ReadTimeout` covers head and body; set both). HTTP/2 requests share
+    /// their connection, so a per-socket deadline cannot be theirs; bound
+    /// a stream's body in its handler there. Also bounds the TLS handshake
+    /// (see [`Builder::read_header_timeout`]). Default: none.
+    ///
+    /// ```
+    /// let server = goro_http::Server::builder()
+    ///     .read_header_timeout(std::time::Duration::from_secs(5))
+    ///     .read_timeout(std::time::Duration::from_secs(30))
+    ///     .build();
+    /// # drop(server);
+    /// ```
+    pub fn read_timeout(mut self, t: Duration) -> Builder {
+        self.read_timeout = Some(t);
         self
     }
 
@@ -161,12 +195,29 @@ impl Builder {
         self
     }
 
+    /// Go's `tlsHandshakeTimeout`: the shortest of the read-header, read
+    /// and write timeouts that are set.
+    fn handshake_timeout(&self) -> Option<Duration> {
+        [
+            self.read_header_timeout,
+            self.read_timeout,
+            self.write_timeout,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
     /// The server. Needs no runtime; [`Server::serve`] does.
     pub fn build(self) -> Server {
         let mut auto = auto::Builder::new(GoroExecutor);
         auto.http1()
             .timer(GoroTimer)
             .header_read_timeout(self.read_header_timeout)
+            // With a read timeout, hyper must not read while a handler
+            // runs (it would, to notice a client's EOF, and the deadline
+            // would cut a slow handler's connection): half-close mode.
+            .half_close(self.read_timeout.is_some())
             .max_buf_size(self.max_header_bytes.max(MIN_H1_BUF));
         let h2_header_list = u32::try_from(self.max_header_bytes).unwrap_or(u32::MAX);
         auto.http2()
@@ -375,6 +426,7 @@ where
         let state = Arc::new(ConnState {
             stream: stream.clone(),
             head_deadline: AtomicBool::new(cfg.read_header_timeout.is_some()),
+            read_timeout: cfg.read_timeout,
             track_idle: cfg.idle_timeout.is_some(),
             born: Instant::now(),
             active: AtomicUsize::new(0),
@@ -394,10 +446,27 @@ where
                 drive(server, conn, &state).await;
             }
             Some(acceptor) => {
-                let tls = match race(acceptor.accept(io), server.stop.done().recv()).await {
+                // Go bounds the whole handshake (a client may also stall
+                // it by not reading): the read deadline above covers only
+                // reads, and only with `read_header_timeout`.
+                // One send per flush, not one per TLS record (`Coalesce`).
+                let handshake = acceptor.accept(Coalesce::new(io));
+                let limit = cfg.handshake_timeout();
+                let handshake = async {
+                    match limit {
+                        Some(t) => goro::time::timeout(t, handshake)
+                            .await
+                            .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
+                        None => handshake.await,
+                    }
+                };
+                let tls = match race(handshake, server.stop.done().recv()).await {
                     Either::Left(Ok(tls)) => tls,
                     // A failed or timed-out handshake, or shutdown.
-                    _ => return,
+                    _ => {
+                        let _ = state.stream.shutdown(std::net::Shutdown::Both);
+                        return;
+                    }
                 };
                 let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
                 let builder = if h2 { &server.h2 } else { &server.h1 };
@@ -453,6 +522,8 @@ struct ConnState {
     stream: Arc<TcpStream>,
     /// The read-header deadline set at accept is still armed.
     head_deadline: AtomicBool,
+    /// Go's `ReadTimeout` (HTTP/1 requests).
+    read_timeout: Option<Duration>,
     track_idle: bool,
     born: Instant,
     /// Requests in flight (with `track_idle`).
@@ -485,26 +556,35 @@ impl Drop for Active {
 }
 
 /// The tower service as hyper's, one per connection: clears the
-/// connection's start deadline at its first request and counts requests in
-/// flight for the idle timeout. The request itself goes through
-/// hyper-util's `TowerToHyperService` (a clone of the service per request,
-/// `poll_ready` then `call`, in a named future: no allocation).
+/// connection's start deadline at its first request, arms `read_timeout`
+/// for an HTTP/1 request until its response is ready, and counts requests
+/// in flight (until their response body has been sent) for the idle
+/// timeout. The request itself goes through hyper-util's
+/// `TowerToHyperService` (a clone of the service per request, `poll_ready`
+/// then `call`, in a named future: no allocation).
 struct ConnService<S> {
     inner: TowerToHyperService<S>,
     state: Arc<ConnState>,
 }
 
-impl<S> hyper::service::Service<Request<Incoming>> for ConnService<S>
+impl<S, B> hyper::service::Service<Request<Incoming>> for ConnService<S>
 where
-    S: tower_service::Service<Request<Incoming>> + Clone,
+    S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone,
 {
-    type Response = S::Response;
+    type Response = Response<TrackedBody<B>>;
     type Error = S::Error;
     type Future = Tracked<TowerToHyperServiceFuture<S, Request<Incoming>>>;
 
     fn call(&self, req: Request<Incoming>) -> Self::Future {
         let state = &self.state;
-        if state.head_deadline.load(Ordering::Relaxed)
+        let read_deadline = state
+            .read_timeout
+            .filter(|_| req.version() != http::Version::HTTP_2);
+        if let Some(t) = read_deadline {
+            // HTTP/1: one request at a time owns the socket's reads.
+            state.head_deadline.store(false, Ordering::Relaxed);
+            state.stream.set_read_deadline(Some(Instant::now() + t));
+        } else if state.head_deadline.load(Ordering::Relaxed)
             && state.head_deadline.swap(false, Ordering::Relaxed)
         {
             state.stream.set_read_deadline(None);
@@ -515,25 +595,75 @@ where
         });
         Tracked {
             fut: self.inner.call(req),
-            _active: active,
+            active,
+            read_deadline: read_deadline.map(|_| state.clone()),
         }
     }
 }
 
 pin_project_lite::pin_project! {
-    /// A request's future, counted in flight until it ends or is dropped.
+    /// A request's future, counted in flight until its response body ends
+    /// (or it is dropped); it lifts the request's read deadline when the
+    /// response is ready.
     struct Tracked<F> {
         #[pin]
         fut: F,
-        _active: Option<Active>,
+        active: Option<Active>,
+        read_deadline: Option<Arc<ConnState>>,
     }
 }
 
-impl<F: Future> Future for Tracked<F> {
-    type Output = F::Output;
+impl<F, B, E> Future for Tracked<F>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Response<TrackedBody<B>>, E>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
-        self.project().fut.poll(cx)
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let out = std::task::ready!(this.fut.poll(cx));
+        if let Some(state) = this.read_deadline.take() {
+            state.stream.set_read_deadline(None);
+        }
+        // A response still streaming its body is not idle: the count goes
+        // down when the body ends (an error drops `active` here).
+        let active = this.active.take();
+        Poll::Ready(out.map(|resp| resp.map(|inner| TrackedBody { inner, active })))
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response body that keeps its request counted in flight until it
+    /// has been sent (or dropped).
+    struct TrackedBody<B> {
+        #[pin]
+        inner: B,
+        active: Option<Active>,
+    }
+}
+
+impl<B: http_body::Body> http_body::Body for TrackedBody<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<B::Data>, B::Error>>> {
+        let this = self.project();
+        let frame = std::task::ready!(this.inner.poll_frame(cx));
+        if frame.is_none() {
+            this.active.take();
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 

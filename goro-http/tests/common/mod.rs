@@ -85,9 +85,17 @@ pub struct SlowQuery {
     ms: u64,
 }
 
+#[derive(serde::Deserialize)]
+pub struct StreamQuery {
+    ms: u64,
+    n: usize,
+}
+
 /// `GET /` → `Hello, World!`; `POST /json` echoes `{"n": n}` as
 /// `{"n": n+1}`; `GET /big` sends `BIG` bytes; `GET /slow?ms=N` answers
-/// after N ms (on goro's timers), counted in the gauge.
+/// after N ms (on goro's timers), counted in the gauge; `GET
+/// /stream?ms=M&n=K` sends its head at once, then K chunks `chunk\n`, one
+/// every M ms.
 pub fn app(gauge: Arc<Gauge>) -> Router {
     Router::new()
         .route("/", route_get(|| async { "Hello, World!" }))
@@ -98,6 +106,22 @@ pub fn app(gauge: Arc<Gauge>) -> Router {
             }),
         )
         .route("/big", route_get(|| async { vec![b'x'; BIG] }))
+        .route(
+            "/stream",
+            route_get(|Query(q): Query<StreamQuery>| async move {
+                let chunks = futures_util::stream::unfold(0, move |i| async move {
+                    if i == q.n {
+                        return None;
+                    }
+                    goro::time::sleep(Duration::from_millis(q.ms)).await;
+                    Some((
+                        Ok::<_, std::io::Error>(Bytes::from_static(b"chunk\n")),
+                        i + 1,
+                    ))
+                });
+                axum::body::Body::from_stream(chunks)
+            }),
+        )
         .route(
             "/slow",
             route_get(move |Query(q): Query<SlowQuery>| {

@@ -1,0 +1,3 @@
+module goro/bench/go-http
+
+go 1.22
