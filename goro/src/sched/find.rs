@@ -93,7 +93,14 @@ impl Machine {
     /// Returns a task to run with the P still held (the bool: it inherits the
     /// time slice), or `None` after giving the P back.
     pub(crate) fn find_runnable(&mut self) -> Option<(Runnable, bool)> {
-        let pid = self.p();
+        let mut pid = self.p();
+        // A resize removed our P (resize.rs): one load per task.
+        if pid >= self.sched.procs() {
+            if !self.retire_own_p() {
+                return None;
+            }
+            pid = self.p();
+        }
         let p = &self.sched.ps[pid];
         // Relaxed: schedtick is written only by this thread.
         let tick = p.schedtick.load(Ordering::Relaxed);

@@ -240,10 +240,6 @@ impl Machine {
                 self.sched.pidleput(&mut lists, p);
                 return;
             }
-            // A resize removed our P (resize.rs): one relaxed load per task.
-            if self.p() >= self.sched.procs() && !self.retire_own_p() {
-                return;
-            }
             let Some((task, inherit)) = self.find_runnable() else {
                 return; // the P went back to the idle list
             };

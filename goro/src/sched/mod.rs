@@ -176,10 +176,11 @@ impl Sched {
     /// The number of active Ps (ids `0..procs`).
     #[inline]
     pub(crate) fn procs(&self) -> usize {
-        // Relaxed: a stale count only makes a thief look at one P too many
-        // or too few, or a timer land on a P being removed, which its
-        // armer re-checks (`resize.rs`).
-        self.procs.load(Ordering::Relaxed)
+        // Acquire: pairs with the resize's SeqCst store, so the Ps below
+        // the count are seen built (`allp.rs`). A stale count only makes a
+        // thief look at one P too many or too few, or a timer land on a P
+        // being removed, which its armer re-checks (`resize.rs`).
+        self.procs.load(Ordering::Acquire)
     }
 
     pub(crate) fn is_shutdown(&self) -> bool {

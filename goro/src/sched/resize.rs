@@ -21,8 +21,8 @@
 //!   count that cannot change meanwhile.
 //! * **Shrink** (under the idle lock): lower `procs`; take the removed Ps
 //!   that were idle off the idle list and retire them now; count the others
-//!   as held. An M holding a removed P retires it itself: at the top of its
-//!   schedule loop (one relaxed load per task), or when it gives the P back
+//!   as held. An M holding a removed P retires it itself: at the start of
+//!   find-runnable (one load per task, `find.rs`), or when it gives the P back
 //!   (`pidleput` sees the id out of range and retires instead of idling).
 //! * **Retiring** a P ([`Sched::retire_locked`], under the idle lock): its
 //!   `runnext` and ring go to the global queue, its live timers to the
@@ -288,7 +288,7 @@ impl Sched {
 }
 
 impl Machine {
-    /// The top of the schedule loop found this M's P removed by a resize:
+    /// Find-runnable found this M's P removed by a resize:
     /// give it back (retiring it) and go on with an idle P if there is one.
     /// Returns whether the M holds a P again.
     #[cold]
