@@ -111,6 +111,16 @@ counters! {
     find_cpu_ns,
     /// Times the monitor marked a P stuck in one poll.
     retakes,
+    /// Changes of the number of Ps (`Runtime::set_procs`, or the monitor
+    /// following the machine's CPU limit).
+    procs_changes,
+    /// The number of Ps when the snapshot was taken (a value, not a
+    /// counter: set by `Runtime::stats`).
+    procs,
+    /// Tasks moved off Ps that a resize removed.
+    procs_tasks_moved,
+    /// Timers moved off Ps that a resize removed.
+    procs_timers_moved,
     /// Times an M parked as the hand-off watcher (seed 004: it looks at
     /// busy Ps' `runnext` every 50 µs instead of being woken for each put).
     watches,

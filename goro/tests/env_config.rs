@@ -1,4 +1,4 @@
-//! GORO_PROCS / GORO_POLICY / GORO_SCHEDTRACE at start-up. One test, in its
+//! GORO_PROCS / GORO_POLICY / GORO_SCHEDTRACE / GORO_UPDATE_PROCS at start-up. One test, in its
 //! own binary, because the environment is process-wide.
 
 mod common;
@@ -86,4 +86,20 @@ fn environment_settings_are_applied_and_bad_values_rejected_with_the_accepted_fo
     );
     drop(rt);
     std::env::remove_var("GORO_SCHEDTRACE");
+
+    // GORO_UPDATE_PROCS: 0 turns following off; anything but 0/1 fails.
+    std::env::set_var("GORO_UPDATE_PROCS", "0");
+    let rt = goro::Runtime::new().expect("GORO_UPDATE_PROCS=0 is accepted");
+    assert!(
+        !rt.follows_procs(),
+        "GORO_UPDATE_PROCS=0 turns following off"
+    );
+    drop(rt);
+    std::env::set_var("GORO_UPDATE_PROCS", "yes");
+    let e = goro::Runtime::new().unwrap_err().to_string();
+    assert!(
+        e.contains("GORO_UPDATE_PROCS='yes'") && e.contains("accepted 0"),
+        "{e}"
+    );
+    std::env::remove_var("GORO_UPDATE_PROCS");
 }

@@ -167,7 +167,7 @@ pub(crate) fn check(sched: &Sched, idle_for: Duration) {
 /// The one-line verdict, or `None` when something could still wake a task.
 fn likely_deadlock(sched: &Sched, idle_for: Duration) -> Option<String> {
     // Everything is idle (re-checked: the monitor read it before sleeping).
-    if sched.idle.npidle() != sched.procs || !sched.global.is_empty() {
+    if sched.idle.npidle() != sched.procs() || !sched.global.is_empty() || sched.resize.held() != 0 {
         return None;
     }
     let (polling, parked) = sched.block_on_callers();

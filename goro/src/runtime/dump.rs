@@ -98,7 +98,7 @@ impl Dump {
         tasks.sort_by_key(|t| t.id);
         Dump {
             tasks,
-            procs: sched.procs,
+            procs: sched.procs(),
             block_on: {
                 let (polling, parked) = sched.block_on_callers();
                 (polling, parked, sched.deadlock.block_on_reason())

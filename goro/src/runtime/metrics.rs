@@ -204,15 +204,19 @@ impl Metrics {
     pub(crate) fn take(sched: &crate::sched::Sched, stats: Stats) -> Metrics {
         let mut m = Metrics {
             stats,
-            procs: sched.procs,
+            procs: sched.procs(),
             ..Metrics::default()
         };
-        for p in sched.ps.iter() {
+        // Every P ever made for the latencies (a removed P's past counts);
+        // the active ones for queue depths.
+        for (i, p) in sched.ps.iter().enumerate() {
             p.metrics.wake_to_run.add_to(&mut m.wake_to_run);
             p.metrics.poll.add_to(&mut m.poll_duration);
-            let mut q = Histogram::default();
-            p.metrics.queue_depth.add_to(&mut q);
-            m.queue_depth.push(q);
+            if i < m.procs {
+                let mut q = Histogram::default();
+                p.metrics.queue_depth.add_to(&mut q);
+                m.queue_depth.push(q);
+            }
         }
         sched.tasks.for_each(|_| m.tasks += 1);
         m

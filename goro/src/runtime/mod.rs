@@ -17,10 +17,12 @@
 //! unfinished task's future (queued ones directly, parked ones by waking
 //! them into a scheduler that now discards what it is given).
 
+pub mod cgroup;
 pub mod deadlock;
 pub mod dump;
 pub mod metrics;
 pub mod policy;
+pub mod procs;
 mod signal;
 
 use crate::loom::Unpoison;
@@ -63,6 +65,7 @@ pub struct Builder {
     measure_find_cpu: bool,
     deadlock: Option<Deadlock>,
     deadlock_grace: Option<Duration>,
+    update_procs: Option<bool>,
 }
 
 /// Default interval between pool cycles (Go cycles pools at every GC).
@@ -70,8 +73,10 @@ pub const DEFAULT_POOL_CYCLE: Duration = Duration::from_secs(1);
 
 impl Builder {
     /// The number of Ps: how many tasks run in parallel (Go's `GOMAXPROCS`).
-    /// Default: `GORO_PROCS`, else the available parallelism. Accepted:
-    /// `1..=4096`; anything else makes `build` fail.
+    /// Default: `GORO_PROCS`, else the machine's parallelism: the smaller
+    /// of the CPU affinity count and the cgroup CPU limit, rounded up
+    /// (see [`procs::MachineProcs`]). Accepted: `1..=4096`; anything else
+    /// makes `build` fail. [`Runtime::set_procs`] changes it later.
     pub fn procs(mut self, n: usize) -> Builder {
         self.procs = Some(n);
         self
@@ -136,6 +141,22 @@ impl Builder {
         self
     }
 
+    /// Whether the monitor follows the machine's CPU limit, resizing when
+    /// it changes (default: on, unless `GORO_UPDATE_PROCS=0`). It applies
+    /// only when the number of Ps came from the machine (not from
+    /// [`Builder::procs`] or `GORO_PROCS`), and stops at the first
+    /// [`Runtime::set_procs`]. The limit is re-read about once a second,
+    /// and only while the runtime has work (see [`procs`]).
+    ///
+    /// ```
+    /// let rt = goro::Runtime::builder().update_procs(false).build().unwrap();
+    /// assert!(!rt.follows_procs());
+    /// ```
+    pub fn update_procs(mut self, on: bool) -> Builder {
+        self.update_procs = Some(on);
+        self
+    }
+
     /// Counts the thread CPU time of find-runnable's slow path in
     /// `Stats::find_cpu_ns` (two `CLOCK_THREAD_CPUTIME_ID` reads per
     /// search, a few hundred ns; off by default, when no clock is read).
@@ -150,9 +171,13 @@ impl Builder {
     /// malformed environment variable, naming it and the accepted form.
     pub fn build(self) -> io::Result<Runtime> {
         let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
-        let procs = match self.procs {
-            Some(n) => n,
+        let (procs, source) = match self.procs {
+            Some(n) => (n, procs::ProcsSource::Builder),
             None => procs_from_env().map_err(invalid)?,
+        };
+        let update_procs = match self.update_procs {
+            Some(on) => on,
+            None => update_procs_from_env().map_err(invalid)?,
         };
         if !(1..=MAX_PROCS).contains(&procs) {
             return Err(invalid(format!(
@@ -221,6 +246,11 @@ impl Builder {
                 ))
             }
         }
+        let follow = update_procs && matches!(source, procs::ProcsSource::Machine(_));
+        sched
+            .resize
+            .follow
+            .store(follow, std::sync::atomic::Ordering::Relaxed);
         let s = sched.clone();
         let monitor = std::thread::Builder::new()
             .name(format!("{}-monitor", sched.thread_name))
@@ -228,25 +258,40 @@ impl Builder {
         Ok(Runtime {
             sched,
             monitor: Some(monitor),
+            source,
         })
     }
 }
 
-fn procs_from_env() -> Result<usize, String> {
+fn procs_from_env() -> Result<(usize, procs::ProcsSource), String> {
     match std::env::var("GORO_PROCS") {
         Ok(v) => match v.trim().parse::<usize>() {
-            Ok(n) if (1..=MAX_PROCS).contains(&n) => Ok(n),
+            Ok(n) if (1..=MAX_PROCS).contains(&n) => Ok((n, procs::ProcsSource::Env)),
             _ => Err(format!(
                 "GORO_PROCS='{v}' is invalid: accepted an integer in 1..={MAX_PROCS}"
             )),
         },
-        Err(std::env::VarError::NotPresent) => Ok(std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(MAX_PROCS)),
+        Err(std::env::VarError::NotPresent) => {
+            let m = procs::MachineProcs::read(std::path::Path::new("/"));
+            Ok((m.procs(), procs::ProcsSource::Machine(m)))
+        }
         Err(_) => Err(format!(
             "GORO_PROCS is not valid UTF-8: accepted an integer in 1..={MAX_PROCS}"
         )),
+    }
+}
+
+fn update_procs_from_env() -> Result<bool, String> {
+    match std::env::var("GORO_UPDATE_PROCS") {
+        Ok(v) => match v.trim() {
+            "0" => Ok(false),
+            "1" => Ok(true),
+            _ => Err(format!(
+                "GORO_UPDATE_PROCS='{v}' is invalid: accepted 0 (do not follow the CPU limit) or 1"
+            )),
+        },
+        Err(std::env::VarError::NotPresent) => Ok(true),
+        Err(_) => Err("GORO_UPDATE_PROCS is not valid UTF-8: accepted 0 or 1".into()),
     }
 }
 
@@ -280,12 +325,13 @@ fn schedtrace_from_env() -> Result<Option<Duration>, String> {
 pub struct Runtime {
     sched: Arc<Sched>,
     monitor: Option<std::thread::JoinHandle<()>>,
+    source: procs::ProcsSource,
 }
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runtime")
-            .field("procs", &self.sched.procs)
+            .field("procs", &self.sched.procs())
             .field("policy", &self.sched.policy)
             .finish()
     }
@@ -303,9 +349,59 @@ impl Runtime {
         Builder::default()
     }
 
-    /// The number of Ps.
+    /// The number of Ps now.
     pub fn procs(&self) -> usize {
-        self.sched.procs
+        self.sched.procs()
+    }
+
+    /// Sets the number of Ps to `n` while tasks run, and returns the
+    /// previous number (Go's `runtime.GOMAXPROCS(n)`). Accepted:
+    /// `1..=4096`; anything else is an `InvalidInput` error naming the
+    /// value and the range, and changes nothing.
+    ///
+    /// Removing Ps moves their queued tasks to the global queue and their
+    /// timers to the remaining Ps; a removed P that a thread is running a
+    /// task on is given back when that task's poll returns. Nothing is
+    /// lost or run twice, and no timer fires early. The call never waits
+    /// for other threads, so a task may call it. It also stops the
+    /// monitor's following of the CPU limit ([`Builder::update_procs`]).
+    ///
+    /// ```
+    /// let rt = goro::Runtime::builder().procs(4).build().unwrap();
+    /// assert_eq!(rt.set_procs(1).unwrap(), 4);
+    /// assert_eq!(rt.procs(), 1);
+    /// assert_eq!(rt.block_on(async { goro::spawn(async { 5 }).await.unwrap() }), 5);
+    /// assert!(rt.set_procs(0).is_err());
+    /// ```
+    pub fn set_procs(&self, n: usize) -> io::Result<usize> {
+        if !(1..=MAX_PROCS).contains(&n) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("goro: set_procs({n}) is out of range: accepted 1..={MAX_PROCS}"),
+            ));
+        }
+        Ok(self.sched.resize_to(n, true))
+    }
+
+    /// Where the number of Ps the runtime started with came from: the
+    /// builder, `GORO_PROCS`, or the machine (with the affinity count, the
+    /// cgroup limit, or why the cgroup files could not be read).
+    ///
+    /// ```
+    /// let rt = goro::Runtime::builder().procs(2).build().unwrap();
+    /// assert_eq!(rt.procs_source(), &goro::runtime::procs::ProcsSource::Builder);
+    /// ```
+    pub fn procs_source(&self) -> &procs::ProcsSource {
+        &self.source
+    }
+
+    /// Whether the monitor follows the machine's CPU limit now (see
+    /// [`Builder::update_procs`]).
+    pub fn follows_procs(&self) -> bool {
+        self.sched
+            .resize
+            .follow
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The policy in force (after `GORO_POLICY` overrides).
@@ -420,6 +516,7 @@ impl Runtime {
         let mut s = self.sched.stats();
         // Pools are process-wide; so are their cycles.
         s.pool_cycles = crate::sync::pool::cycles();
+        s.procs = self.sched.procs() as u64;
         s
     }
 

@@ -93,7 +93,14 @@ impl Machine {
     /// Returns a task to run with the P still held (the bool: it inherits the
     /// time slice), or `None` after giving the P back.
     pub(crate) fn find_runnable(&mut self) -> Option<(Runnable, bool)> {
-        let pid = self.p();
+        let mut pid = self.p();
+        // A resize removed our P (resize.rs): one load per task.
+        if pid >= self.sched.procs() {
+            if !self.retire_own_p() {
+                return None;
+            }
+            pid = self.p();
+        }
         let p = &self.sched.ps[pid];
         // Relaxed: schedtick is written only by this thread.
         let tick = p.schedtick.load(Ordering::Relaxed);
@@ -102,7 +109,7 @@ impl Machine {
         }
         if tick.is_multiple_of(FAIRNESS_TICK) {
             if !self.sched.global.is_empty() {
-                if let Some((t, _)) = self.sched.global.take_batch(self.sched.procs, 0, 1) {
+                if let Some((t, _)) = self.sched.global.take_batch(self.sched.procs(), 0, 1) {
                     bump(&self.sched.ps[pid].counters.global_tasks, 1);
                     return Some((t, false));
                 }
@@ -159,16 +166,18 @@ impl Machine {
             if let Some(t) = p.runq.get(false) {
                 return Some(t);
             }
-            if let Some((t, rest)) = sched
-                .global
-                .take_batch(sched.procs, p.runq.free(), usize::MAX)
+            if let Some((t, rest)) =
+                sched
+                    .global
+                    .take_batch(sched.procs(), p.runq.free(), usize::MAX)
             {
                 bump(&p.counters.global_batches, 1);
                 bump(&p.counters.global_tasks, 1 + rest.len() as u64);
                 p.runq.put_batch(rest);
                 return Some((t, false));
             }
-            let busy = sched.procs - sched.idle.npidle();
+            // Saturating: a grow may raise npidle before we read it.
+            let busy = sched.procs().saturating_sub(sched.idle.npidle());
             let spin = self.spinning || 2 * sched.idle.nmspinning() < busy;
             if spin {
                 self.become_spinning();
@@ -251,7 +260,9 @@ impl Machine {
         let skip = |i| sched.policy.idle_mask && sched.idle.is_idle(i);
         let mut found = LocalWork::None;
         let mut read = 0;
-        for (i, p) in sched.ps.iter().enumerate() {
+        // Active Ps only: a removed P's work is moved by its holder or
+        // the monitor (resize.rs), not by a search.
+        for (i, p) in sched.ps.iter().take(sched.procs()).enumerate() {
             if skip(i) {
                 continue;
             }

@@ -187,6 +187,24 @@ impl Idle {
         Some(p)
     }
 
+    /// Takes every idle P with an id of at least `procs` off the idle list
+    /// (a shrink, `resize.rs`). Caller holds the lock.
+    pub(crate) fn pidle_remove_from(&self, lists: &mut IdleLists, procs: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        lists.ps.retain(|&p| {
+            let keep = p < procs;
+            if !keep {
+                out.push(p);
+            }
+            keep
+        });
+        for &p in &out {
+            self.mask[p / 64].fetch_and(!(1 << (p % 64)), Ordering::Relaxed);
+            self.npidle.fetch_sub(1, Ordering::SeqCst);
+        }
+        out
+    }
+
     pub(crate) fn npidle(&self) -> usize {
         self.npidle.load(Ordering::SeqCst)
     }

@@ -114,7 +114,7 @@ fn loom_runq_overflow_races_with_steal() {
 /// taken twice and none was lost, then runs each once. Comparing pointers
 /// before running keeps a double take a plain assertion failure instead of
 /// a second `from_raw` of a freed task.
-fn each_taken_once(taken: Vec<Runnable>, n: usize, log: &Log, what: &str) {
+pub(super) fn each_taken_once(taken: Vec<Runnable>, n: usize, log: &Log, what: &str) {
     let mut ptrs: Vec<_> = taken.into_iter().map(|t| t.into_raw()).collect();
     ptrs.sort();
     let before = ptrs.len();

@@ -10,7 +10,9 @@
 //!   (`machine.rs`).
 //! * **P** — a processor: the right to run tasks, with a local run queue,
 //!   `runnext` and counters (`processor.rs`, `runq.rs`). An M must hold a P
-//!   to run tasks; there are exactly `procs` Ps.
+//!   to run tasks; there are `procs` active Ps, a number that
+//!   [`crate::Runtime::set_procs`] and the monitor may change while tasks
+//!   run (`resize.rs`; the Ps themselves live in `allp.rs`).
 //!
 //! A task that becomes ready while its waker runs on an M holding a P goes to
 //! that P's `runnext` (or its ring), and an idle P is woken in case the
@@ -35,6 +37,7 @@
 //!
 //! `Sched` is the global state (Go's `schedt` plus `allp`).
 
+pub(crate) mod allp;
 pub(crate) mod backoff;
 pub(crate) mod blocking;
 pub mod coop;
@@ -44,10 +47,13 @@ pub(crate) mod idle;
 #[cfg(all(test, loom))]
 mod loom_handoff;
 #[cfg(all(test, loom))]
+mod loom_resize;
+#[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod machine;
 pub(crate) mod park;
 pub(crate) mod processor;
+pub(crate) mod resize;
 pub(crate) mod runq;
 pub(crate) mod steal;
 pub(crate) mod sysmon;
@@ -75,14 +81,17 @@ use task_meta::State;
 
 /// Global scheduler state.
 pub(crate) struct Sched {
-    pub(crate) procs: usize,
+    /// Active Ps: ids `0..procs` (Go's `gomaxprocs`). Changed only by a
+    /// resize, under the idle lock (`resize.rs`).
+    pub(crate) procs: AtomicUsize,
     pub(crate) policy: Policy,
-    pub(crate) ps: Box<[CachePadded<Processor>]>,
+    /// Every P ever allocated (Go's `allp`): `0..procs` active, the rest
+    /// removed by a shrink (`allp.rs`).
+    pub(crate) ps: allp::AllP,
     pub(crate) global: GlobalQueue,
     pub(crate) idle: Idle,
-    /// Numbers in `1..=procs` coprime with `procs`: strides for visiting all
-    /// Ps in a random order (Go's `randomOrder`).
-    pub(crate) coprimes: Vec<usize>,
+    /// Resizing: its lock, the removed Ps, following (`resize.rs`).
+    pub(crate) resize: resize::Resize,
     pub(crate) shutdown: AtomicBool,
     /// Parked tasks' wakers, for shutdown.
     pub(crate) registry: Registry,
@@ -139,16 +148,13 @@ impl Sched {
         pool_cycle: std::time::Duration,
         measure_find_cpu: bool,
     ) -> Arc<Sched> {
-        let coprimes = (1..=procs).filter(|&i| gcd(i, procs) == 1).collect();
         Arc::new_cyclic(|me| Sched {
-            procs,
+            procs: AtomicUsize::new(procs),
             policy,
-            ps: (0..procs)
-                .map(|i| CachePadded::new(Processor::new(i, me.clone())))
-                .collect(),
+            ps: allp::AllP::with(procs, |i| Processor::new(i, me.clone())),
             global: GlobalQueue::new(),
-            idle: Idle::new(procs),
-            coprimes,
+            idle: Idle::new(crate::runtime::MAX_PROCS),
+            resize: resize::Resize::new(),
             shutdown: AtomicBool::new(false),
             registry: Registry::new(),
             tasks: task_table::TaskTable::new(),
@@ -178,9 +184,19 @@ impl Sched {
     /// Puts every P on the idle list (start-up: no thread runs yet).
     pub(crate) fn init_idle(&self) {
         let mut lists = self.idle.lock();
-        for p in (0..self.procs).rev() {
+        for p in (0..self.procs()).rev() {
             self.pidleput(&mut lists, p);
         }
+    }
+
+    /// The number of active Ps (ids `0..procs`).
+    #[inline]
+    pub(crate) fn procs(&self) -> usize {
+        // Acquire: pairs with the resize's SeqCst store, so the Ps below
+        // the count are seen built (`allp.rs`). A stale count only makes a
+        // thief look at one P too many or too few, or a timer land on a P
+        // being removed, which its armer re-checks (`resize.rs`).
+        self.procs.load(Ordering::Acquire)
     }
 
     pub(crate) fn is_shutdown(&self) -> bool {
@@ -345,9 +361,14 @@ impl Sched {
     /// then re-checks the global queue so a task injected concurrently is
     /// not stranded (publish-fence-check, idle side).
     pub(crate) fn release_p(&self, p: usize) {
-        {
+        let retired = {
             let mut lists = self.idle.lock();
-            self.pidleput(&mut lists, p);
+            self.pidleput(&mut lists, p)
+        };
+        if retired {
+            // A resize removed it: its work moved (resize.rs).
+            self.after_retire();
+            return;
         }
         fence(Ordering::SeqCst);
         if !self.global.is_empty() {
@@ -427,9 +448,16 @@ impl Sched {
     }
 
     /// Puts P `p` on the idle list (caller holds the lock), marking it in
-    /// the timer mask if it has timers.
-    pub(crate) fn pidleput(&self, lists: &mut idle::IdleLists, p: usize) {
+    /// the timer mask if it has timers; or, if a resize removed it, moves
+    /// its work to the active Ps and returns true (`resize.rs`).
+    pub(crate) fn pidleput(&self, lists: &mut idle::IdleLists, p: usize) -> bool {
+        // Relaxed: `procs` changes only under the idle lock, which we hold.
+        if p >= self.procs.load(Ordering::Relaxed) {
+            self.retire_locked(p);
+            return true;
+        }
         self.idle.pidleput(lists, p, || self.ps[p].timers.len() > 0);
+        false
     }
 
     /// `block_on` callers: (polling, parked).
@@ -462,7 +490,7 @@ fn ready(task: &Runnable, on: Option<usize>) {
     }
 }
 
-fn gcd(a: usize, b: usize) -> usize {
+pub(crate) fn gcd(a: usize, b: usize) -> usize {
     if b == 0 {
         a
     } else {

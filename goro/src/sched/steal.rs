@@ -32,7 +32,7 @@ impl Machine {
     /// Tries to steal a task for the current P. The P's ring is empty.
     pub(crate) fn steal_work(&mut self) -> Option<Runnable> {
         let sched = self.sched.clone();
-        let procs = sched.procs;
+        let procs = sched.procs();
         if procs < 2 {
             return None;
         }
@@ -49,7 +49,7 @@ impl Machine {
             let last = pass + 1 == passes;
             let r = self.next_rand();
             let mut pos = (r as usize) % procs;
-            let stride = sched.coprimes[((r >> 32) as usize) % sched.coprimes.len()];
+            let stride = crate::sched::resize::stride((r >> 32) as usize, procs);
             for _ in 0..procs {
                 let victim = pos;
                 pos = (pos + stride) % procs;

@@ -106,6 +106,7 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
     #[cfg(feature = "metrics")]
     let mut last_publish = Instant::now();
     let mut checked = false;
+    let mut follow = crate::runtime::procs::Follow::new();
     loop {
         if sched.is_shutdown() {
             return;
@@ -118,7 +119,10 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             pool_next = instant_after(Instant::now(), sched.pool_cycle);
             None
         };
-        let idle = sched.idle.npidle() == sched.procs && sched.global.is_empty();
+        // A removed P still held by a busy M is work to watch (resize.rs).
+        let idle = sched.idle.npidle() == sched.procs()
+            && sched.global.is_empty()
+            && sched.resize.held() == 0;
         if !idle {
             idle_since = None;
             checked = false;
@@ -134,7 +138,7 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             // Everything is idle: sleep until a P is taken (or the trace or
             // a pool cycle is due).
             mon.idle_sleep.store(true, Ordering::SeqCst);
-            if sched.idle.npidle() == sched.procs && !sched.is_shutdown() {
+            if sched.idle.npidle() == sched.procs() && !sched.is_shutdown() {
                 mon.sleep(wake_at.map(|t| t.saturating_duration_since(Instant::now())));
             }
             mon.idle_sleep.store(false, Ordering::SeqCst);
@@ -176,8 +180,12 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             // Nobody polled for a while (every P busy in long polls):
             // poll for them (Go's sysmon does; net/poller.rs).
             crate::net::poller::sysmon_poll(&sched);
+            sched.sweep_retired();
+            // Following the machine's CPU limit: only while there is work,
+            // so an idle runtime still makes no wakeups (Go does the same).
+            follow.tick(&sched);
             // Queue depths, for the metrics (runtime/metrics.rs).
-            for p in sched.ps.iter() {
+            for p in sched.ps.iter().take(sched.procs()) {
                 p.metrics.queue_depth.record(p.runq.len() as u64);
             }
             #[cfg(feature = "metrics")]
@@ -205,7 +213,7 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
 fn retake(sched: &Sched) -> bool {
     let now = sched.now();
     let mut any = false;
-    for (i, p) in sched.ps.iter().enumerate() {
+    for (i, p) in sched.ps.iter().take(sched.procs()).enumerate() {
         if sched.idle.is_idle(i) {
             continue;
         }
@@ -231,21 +239,23 @@ fn retake(sched: &Sched) -> bool {
     any
 }
 
-/// `SCHED 1004ms: procs=4 idleprocs=3 threads=6 spinningthreads=0 idlethreads=2 preemptions=17 runqueue=0 [0 1 0 0]`
+/// `SCHED 1004ms: procs=4 idleprocs=3 threads=6 spinningthreads=0 idlethreads=2 preemptions=17 procschanges=0 runqueue=0 [0 1 0 0]`
 ///
 /// Go's shape, plus `preemptions` (goro's cooperative preemptions so far,
-/// `coop.rs`), where Go's line has `needspinning`.
+/// `coop.rs`), where Go's line has `needspinning`, and `procschanges`
+/// (resizes so far, `resize.rs`). The queues are the active Ps'.
 pub(crate) fn schedtrace_line(sched: &Sched) -> String {
     let idle_threads = sched.idle.lock().ms.len();
     let queues: Vec<String> = sched
         .ps
         .iter()
+        .take(sched.procs())
         .map(|p| (p.runq.len() + usize::from(p.runq.has_runnext())).to_string())
         .collect();
     format!(
-        "SCHED {}ms: procs={} idleprocs={} threads={} spinningthreads={} idlethreads={} preemptions={} runqueue={} [{}]",
+        "SCHED {}ms: procs={} idleprocs={} threads={} spinningthreads={} idlethreads={} preemptions={} procschanges={} runqueue={} [{}]",
         sched.start.elapsed().as_millis(),
-        sched.procs,
+        sched.procs(),
         sched.idle.npidle(),
         // +1: the monitor itself, as Go counts sysmon's M.
         sched.nthreads.load(Ordering::Relaxed) + 1,
@@ -256,6 +266,7 @@ pub(crate) fn schedtrace_line(sched: &Sched) -> String {
             .iter()
             .map(|p| p.counters.preemptions.load(Ordering::Relaxed))
             .sum::<u64>(),
+        sched.counters.procs_changes.load(Ordering::Relaxed),
         sched.global.len(),
         queues.join(" ")
     )

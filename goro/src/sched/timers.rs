@@ -84,7 +84,7 @@ impl Sched {
                 // sets it, only our own `pidleput` clears it).
                 Some(p) => (&self.ps[p].timers, None),
                 None => {
-                    let p = self.timer_rr.fetch_add(1, Ordering::Relaxed) % self.procs;
+                    let p = self.timer_rr.fetch_add(1, Ordering::Relaxed) % self.procs();
                     (&self.ps[p].timers, Some(p))
                 }
             },
@@ -145,6 +145,13 @@ impl Sched {
             // `Idle::pidleput`). Setting it only when the P looked idle
             // (as first written) lost the bit in that race.
             self.idle.set_timer_bit(p);
+            // A shrink may have removed the P since we picked it, and
+            // moved its heap before our push: move it again (resize.rs).
+            // SeqCst: pairs with the shrink's store (the heap lock orders
+            // the two; SeqCst keeps the reasoning local).
+            if p >= self.procs.load(Ordering::SeqCst) {
+                self.rehome_timers(p);
+            }
         }
         if let Some(when) = new_head {
             self.timer_added(when);
@@ -228,9 +235,11 @@ impl Sched {
 
     /// The earliest deadline over every heap.
     pub(crate) fn earliest_timer(&self) -> u64 {
+        // Active Ps: a removed one's timers are moved (resize.rs).
         let per_p = self
             .ps
             .iter()
+            .take(self.procs())
             .map(|p| p.timers.next_when())
             .min()
             .unwrap_or(NEVER);

@@ -589,6 +589,43 @@ impl TimerQueue {
         fired
     }
 
+    /// Removes every entry and returns the timers whose entry was live,
+    /// now without an entry, for the caller to [`push`] onto another queue
+    /// (a P removed by a resize, `sched/resize.rs`; Go's `moveTimers`).
+    /// Zombies are dropped. Until the caller's push, a timer is armed with
+    /// no entry: a `reset` meanwhile pushes one itself (and the caller's
+    /// push then finds it and does nothing), a `stop` clears `when` (and
+    /// the push does nothing), a receiver's `maybe_run_chan` fires it
+    /// inline. So each timer keeps one live entry or fires once.
+    pub(crate) fn take_live(&self) -> Vec<Arc<TimerInner>> {
+        // No look at `len` first: a relaxed read outside the lock may miss
+        // a push that an armer made just before its re-check of `procs`
+        // (the loom model `loom_resize_shrink_keeps_a_timer_armed_meanwhile`
+        // caught that shortcut). Retires are rare; the lock is cheap.
+        let mut heap = self.heap();
+        let (mut out, mut dead) = (Vec::new(), Vec::new());
+        for e in heap.drain() {
+            let t = e.timer;
+            let mut st = t.lock();
+            let live = st.entry.is_some() && st.seq == e.seq;
+            if live {
+                st.entry = None;
+                t.live.store(NO_ENTRY, Ordering::Release);
+            }
+            drop(st);
+            if live {
+                out.push(t)
+            } else {
+                dead.push(t)
+            }
+        }
+        self.zombies.store(0, Ordering::Relaxed);
+        self.publish(&heap);
+        drop(heap);
+        drop(dead); // maybe the last reference: no user drop under the lock
+        out
+    }
+
     /// Removes every entry (shutdown); the timers are dropped by the caller
     /// outside the lock.
     pub(crate) fn drain(&self) -> Vec<Arc<TimerInner>> {
