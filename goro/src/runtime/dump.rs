@@ -33,8 +33,15 @@ use std::time::Duration;
 /// rt.block_on(async {
 ///     let (tx, rx) = goro::chan::bounded::<u32>(0);
 ///     let h = goro::spawn_named("waiter", async move { rx.recv().await });
-///     goro::yield_now().await; // on one P, the task runs and parks
-///     let dump = rt.dump();
+///     // Wait until the task has run and parked (a worker thread runs it).
+///     let dump = loop {
+///         let d = rt.dump();
+///         let parked = |t: &goro::TaskInfo| matches!(t.state, goro::TaskState::Parked(..));
+///         if d.tasks().iter().any(|t| t.id == h.id() && parked(t)) {
+///             break d;
+///         }
+///         goro::time::sleep(std::time::Duration::from_millis(1)).await;
+///     };
 ///     let t = dump.tasks().iter().find(|t| t.id == h.id()).unwrap();
 ///     assert_eq!(t.name.as_deref(), Some("waiter"));
 ///     assert_eq!(t.state, goro::TaskState::Parked(goro::WaitReason::ChanRecv, 0));
