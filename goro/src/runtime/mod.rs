@@ -21,6 +21,7 @@ pub mod deadlock;
 pub mod dump;
 pub mod policy;
 mod signal;
+mod trace_api;
 
 use crate::loom::Unpoison;
 use crate::sched::machine::{current_sched, on_worker_thread, EnterGuard};
@@ -220,6 +221,7 @@ impl Builder {
                 ))
             }
         }
+        crate::trace::from_env(&sched)?;
         let s = sched.clone();
         let monitor = std::thread::Builder::new()
             .name(format!("{}-monitor", sched.thread_name))
@@ -477,6 +479,7 @@ impl Drop for Runtime {
             // which cancels the task and drops its future.
             w.wake();
         }
+        crate::trace::runtime_dropped(sched, self.stats());
     }
 }
 
@@ -640,6 +643,7 @@ pub async fn yield_now() {
                 return Poll::Ready(());
             }
             self.0 = true;
+            crate::trace::yielded();
             // Woken while running: the schedule function puts it at the tail.
             cx.waker().wake_by_ref();
             Poll::Pending

@@ -1,0 +1,616 @@
+//! Raw events to Perfetto's trace format (a stream of `TracePacket`s,
+//! `protos/perfetto/trace/trace_packet.proto`), which ui.perfetto.dev
+//! opens as it is.
+//!
+//! Tracks (`TrackDescriptor`, each with a `uuid`): one process track with
+//! three children that group the rest: `Ps` (a track per P: slices
+//! `M3` while M3 holds it, and inside them a slice per poll, named after
+//! the task), `Ms` (a track per thread that did anything: `spinning`,
+//! `parked`, `block_in_place`, and polls without a P), and `tasks` (a
+//! track per task, `task 17 "name"`: `running on P1`, `parked: chan
+//! receive`). Events (`TrackEvent`) are slice begins and ends, and instants
+//! (`spawn`, `wake`, `steal`, `timers`, `netpoll`, `preempted`,
+//! `destroyed`, `wake M`, `pool cycle`). A flow (`flow_ids` on the
+//! `spawn` or `wake` instant, `terminating_flow_ids` on the poll slice it
+//! led to) draws the arrow from a wake-up to the poll.
+//!
+//! Every packet is on one sequence (`trusted_packet_sequence_id` 1); the
+//! first clears its incremental state and the others say they need it,
+//! as Perfetto asks of a writer that may be cut short. The converter
+//! keeps what it opened: it never ends a slice it did not begin (a
+//! flight-recorder snapshot starts in the middle of things), so a poll
+//! that began before the snapshot's first event simply does not appear.
+
+use super::clock::ToNs;
+use super::kind;
+use super::proto::Msg;
+use super::{OUT_FINISHED, OUT_PREEMPTED, OUT_YIELD};
+use crate::sched::task_meta::Reason;
+use std::collections::{HashMap, HashSet};
+
+// Field numbers, from Perfetto's protos.
+const TRACE_PACKET: u32 = 1; // Trace.packet
+const P_TIMESTAMP: u32 = 8;
+const P_SEQ_ID: u32 = 10;
+const P_TRACK_EVENT: u32 = 11;
+const P_SEQ_FLAGS: u32 = 13;
+const P_TRACK_DESC: u32 = 60;
+const P_FIRST_ON_SEQ: u32 = 87;
+const TD_UUID: u32 = 1;
+const TD_NAME: u32 = 2;
+const TD_PROCESS: u32 = 3;
+const TD_PARENT: u32 = 5;
+const TD_CHILD_ORDER: u32 = 11;
+const TD_RANK: u32 = 12;
+const PD_PID: u32 = 1;
+const PD_NAME: u32 = 6;
+const TE_ANNOT: u32 = 4;
+const TE_TYPE: u32 = 9;
+const TE_TRACK: u32 = 11;
+const TE_NAME: u32 = 23;
+const TE_FLOW: u32 = 47;
+const TE_TERM_FLOW: u32 = 48;
+const DA_UINT: u32 = 3;
+const DA_STRING: u32 = 6;
+const DA_NAME: u32 = 10;
+const SLICE_BEGIN: u64 = 1;
+const SLICE_END: u64 = 2;
+const INSTANT: u64 = 3;
+const SEQ_CLEARED: u64 = 1;
+const SEQ_NEEDS: u64 = 2;
+const ORDER_CHRONOLOGICAL: u64 = 2;
+const ORDER_EXPLICIT: u64 = 3;
+
+const PROCESS: u64 = 1;
+const GROUP_P: u64 = 2;
+const GROUP_M: u64 = 3;
+const GROUP_TASKS: u64 = 4;
+const P_BASE: u64 = 0x100;
+const M_BASE: u64 = 0x1_0000;
+const TASK_BASE: u64 = 1 << 32;
+
+/// One raw event, decoded.
+#[derive(Clone, Debug)]
+pub(crate) struct Ev {
+    pub(crate) ts: u64,
+    src: usize,
+    kind: u8,
+    tid: u64,
+    a: u64,
+    b: u64,
+    loc: u64,
+    name: Option<Box<str>>,
+}
+
+/// Decodes the words of a chunk from `src` into `out`.
+pub(crate) fn parse(src: usize, words: &[u64], out: &mut Vec<Ev>) {
+    let mut i = 0;
+    while i + 4 <= words.len() {
+        let hdr = words[i + 1];
+        let extra = ((hdr >> 8) & 0xff) as usize;
+        if i + 4 + extra > words.len() {
+            break;
+        }
+        let mut ev = Ev {
+            ts: words[i],
+            src,
+            kind: hdr as u8,
+            tid: hdr >> 16,
+            a: words[i + 2],
+            b: words[i + 3],
+            loc: 0,
+            name: None,
+        };
+        if ev.kind == kind::CREATE && extra > 0 {
+            ev.loc = words[i + 4];
+            let len = ((ev.b >> 57) & 0x7f) as usize;
+            let bytes: Vec<u8> = words[i + 5..i + 4 + extra]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .take(len)
+                .collect();
+            if len > 0 {
+                ev.name = Some(String::from_utf8_lossy(&bytes).into());
+            }
+        }
+        out.push(ev);
+        i += 4 + extra;
+    }
+}
+
+#[derive(Default)]
+struct Thread {
+    /// The task this thread polls and the track its slice is open on
+    /// (`None`: between a `block_in_place` handoff and the next track).
+    poll: Option<(u64, Option<u64>)>,
+    spinning: bool,
+    parked: bool,
+    bip: bool,
+}
+
+#[derive(Default)]
+struct Task {
+    label: Option<String>,
+    /// A slice is open on the task's track.
+    open: bool,
+    running: bool,
+    flow: Option<u64>,
+}
+
+/// Turns time-ordered events into packets, keeping what is open between
+/// calls (a streaming session converts in rounds).
+pub(crate) struct Converter {
+    procs: usize,
+    started: bool,
+    declared: HashSet<u64>,
+    depth: HashMap<u64, u32>,
+    holder: Vec<Option<u64>>,
+    p_poll: Vec<Option<u64>>,
+    threads: HashMap<u64, Thread>,
+    tasks: HashMap<u64, Task>,
+    next_flow: u64,
+    out: Vec<u8>,
+}
+
+impl Converter {
+    pub(crate) fn new(procs: usize) -> Converter {
+        Converter {
+            procs,
+            started: false,
+            declared: HashSet::new(),
+            depth: HashMap::new(),
+            holder: vec![None; procs],
+            p_poll: vec![None; procs],
+            threads: HashMap::new(),
+            tasks: HashMap::new(),
+            next_flow: 1,
+            out: Vec::new(),
+        }
+    }
+
+    fn packet(&mut self, body: impl FnOnce(&mut Msg)) {
+        let mut p = Msg::new();
+        body(&mut p);
+        p.uint(P_SEQ_ID, 1);
+        let mut t = Msg::new();
+        t.msg(TRACE_PACKET, &p);
+        self.out.extend_from_slice(&t.buf);
+    }
+
+    fn header(&mut self) {
+        self.started = true;
+        let exe = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "goro".into());
+        self.packet(|p| {
+            let mut pd = Msg::new();
+            pd.uint(PD_PID, u64::from(std::process::id()));
+            pd.str(PD_NAME, &format!("{exe} (goro)"));
+            let mut td = Msg::new();
+            td.uint(TD_UUID, PROCESS).msg(TD_PROCESS, &pd);
+            td.uint(TD_CHILD_ORDER, ORDER_EXPLICIT);
+            p.msg(P_TRACK_DESC, &td);
+            p.uint(P_SEQ_FLAGS, SEQ_CLEARED);
+            p.uint(P_FIRST_ON_SEQ, 1);
+        });
+        for (uuid, name, rank, order) in [
+            (GROUP_P, "Ps", 0, ORDER_EXPLICIT),
+            (GROUP_M, "Ms (threads)", 1, ORDER_EXPLICIT),
+            (GROUP_TASKS, "tasks", 2, ORDER_CHRONOLOGICAL),
+        ] {
+            self.descriptor(uuid, name, PROCESS, rank, Some(order));
+        }
+    }
+
+    fn descriptor(&mut self, uuid: u64, name: &str, parent: u64, rank: u64, order: Option<u64>) {
+        self.declared.insert(uuid);
+        self.packet(|p| {
+            let mut td = Msg::new();
+            td.uint(TD_UUID, uuid)
+                .str(TD_NAME, name)
+                .uint(TD_PARENT, parent);
+            td.uint(TD_RANK, rank);
+            if let Some(o) = order {
+                td.uint(TD_CHILD_ORDER, o);
+            }
+            p.msg(P_TRACK_DESC, &td);
+        });
+    }
+
+    fn p_track(&mut self, p: usize) -> u64 {
+        let uuid = P_BASE + p as u64;
+        if !self.declared.contains(&uuid) {
+            self.descriptor(uuid, &format!("P{p}"), GROUP_P, p as u64, None);
+        }
+        uuid
+    }
+
+    fn m_track(&mut self, tid: u64) -> u64 {
+        let uuid = M_BASE + tid;
+        if !self.declared.contains(&uuid) {
+            let name = super::THREAD_NAMES
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(tid as usize)
+                .cloned()
+                .unwrap_or_default();
+            self.descriptor(uuid, &format!("M{tid} {name}"), GROUP_M, tid, None);
+        }
+        uuid
+    }
+
+    fn label(&self, id: u64) -> String {
+        self.tasks
+            .get(&id)
+            .and_then(|t| t.label.clone())
+            .unwrap_or_else(|| format!("task {id}"))
+    }
+
+    fn task_track(&mut self, id: u64) -> u64 {
+        let uuid = TASK_BASE + id;
+        if !self.declared.contains(&uuid) {
+            let label = self.label(id);
+            self.descriptor(uuid, &label, GROUP_TASKS, 0, None);
+        }
+        uuid
+    }
+
+    /// The track of an event's source: its P, or its thread.
+    fn src_track(&mut self, e: &Ev) -> u64 {
+        if e.src < self.procs {
+            self.p_track(e.src)
+        } else {
+            self.m_track(e.tid)
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn track_event(
+        &mut self,
+        ts: u64,
+        ty: u64,
+        track: u64,
+        name: Option<&str>,
+        annots: &[(&str, Annot)],
+        flow: Option<u64>,
+        term: Option<u64>,
+    ) {
+        match ty {
+            SLICE_BEGIN => *self.depth.entry(track).or_default() += 1,
+            SLICE_END => match self.depth.get_mut(&track) {
+                Some(d) if *d > 0 => *d -= 1,
+                _ => return, // never opened here: a cut-off beginning
+            },
+            _ => {}
+        }
+        self.packet(|p| {
+            p.uint(P_TIMESTAMP, ts);
+            let mut te = Msg::new();
+            te.uint(TE_TYPE, ty).uint(TE_TRACK, track);
+            if let Some(n) = name {
+                te.str(TE_NAME, n);
+            }
+            for (k, v) in annots {
+                let mut da = Msg::new();
+                da.str(DA_NAME, k);
+                match v {
+                    Annot::U(u) => da.uint(DA_UINT, *u),
+                    Annot::S(s) => da.str(DA_STRING, s),
+                };
+                te.msg(TE_ANNOT, &da);
+            }
+            if let Some(f) = flow {
+                te.fixed64(TE_FLOW, f);
+            }
+            if let Some(f) = term {
+                te.fixed64(TE_TERM_FLOW, f);
+            }
+            p.msg(P_TRACK_EVENT, &te);
+            p.uint(P_SEQ_FLAGS, SEQ_NEEDS);
+        });
+    }
+
+    fn begin(
+        &mut self,
+        ts: u64,
+        track: u64,
+        name: &str,
+        annots: &[(&str, Annot)],
+        term: Option<u64>,
+    ) {
+        self.track_event(ts, SLICE_BEGIN, track, Some(name), annots, None, term);
+    }
+
+    fn end(&mut self, ts: u64, track: u64, annots: &[(&str, Annot)]) {
+        self.track_event(ts, SLICE_END, track, None, annots, None, None);
+    }
+
+    fn instant(
+        &mut self,
+        ts: u64,
+        track: u64,
+        name: &str,
+        annots: &[(&str, Annot)],
+        flow: Option<u64>,
+    ) {
+        self.track_event(ts, INSTANT, track, Some(name), annots, flow, None);
+    }
+
+    /// Ends the open slice on task `id`'s track, if any.
+    fn end_task_slice(&mut self, ts: u64, id: u64) {
+        let open = self.tasks.get(&id).is_some_and(|t| t.open);
+        if open {
+            let tr = self.task_track(id);
+            self.end(ts, tr, &[]);
+            let t = self.tasks.entry(id).or_default();
+            t.open = false;
+            t.running = false;
+        }
+    }
+
+    /// M `tid` holds P `p` from `ts`; a poll it is in the middle of (back
+    /// from `block_in_place`) goes on there.
+    fn take_p(&mut self, ts: u64, p: usize, tid: u64) {
+        let tr = self.p_track(p);
+        if self.holder[p].is_some() {
+            self.end(ts, tr, &[]);
+        }
+        self.holder[p] = Some(tid);
+        self.begin(ts, tr, &format!("M{tid}"), &[], None);
+        let polling = self.threads.get(&tid).and_then(|t| t.poll);
+        if let Some((id, None)) = polling {
+            let name = format!("{} (after block_in_place)", self.label(id));
+            self.begin(
+                ts,
+                tr,
+                &name,
+                &[("task", Annot::U(id)), ("cont", Annot::U(1))],
+                None,
+            );
+            self.p_poll[p] = Some(id);
+            self.threads.entry(tid).or_default().poll = Some((id, Some(tr)));
+        }
+    }
+
+    /// P `p` is given up at `ts`.
+    fn drop_p(&mut self, ts: u64, p: usize, tid: u64) {
+        let tr = self.p_track(p);
+        if self.p_poll[p].take().is_some() {
+            self.end(ts, tr, &[("outcome", Annot::S("P handed off".into()))]);
+            if let Some(t) = self.threads.get_mut(&tid) {
+                if let Some((_, track)) = &mut t.poll {
+                    *track = None;
+                }
+            }
+        }
+        if self.threads.get(&tid).is_some_and(|t| t.spinning) {
+            let m = self.m_track(tid);
+            self.end(ts, m, &[]);
+            self.threads.entry(tid).or_default().spinning = false;
+        }
+        if self.holder[p].take().is_some() {
+            self.end(ts, tr, &[]);
+        }
+    }
+
+    /// Converts `evs` (in time order) and returns the bytes to write.
+    pub(crate) fn convert(&mut self, evs: &[Ev], to_ns: &ToNs) -> Vec<u8> {
+        if !self.started {
+            self.header();
+        }
+        for e in evs {
+            let ts = to_ns.ns(e.ts);
+            self.one(e, ts);
+        }
+        std::mem::take(&mut self.out)
+    }
+
+    fn one(&mut self, e: &Ev, ts: u64) {
+        let on_p = (e.src < self.procs).then_some(e.src);
+        match e.kind {
+            kind::PROC_START => self.take_p(ts, e.a as usize % self.procs, e.tid),
+            kind::PROC_STOP => self.drop_p(ts, e.a as usize % self.procs, e.tid),
+            kind::SPIN_START => {
+                let m = self.m_track(e.tid);
+                let t = self.threads.entry(e.tid).or_default();
+                if !t.spinning {
+                    t.spinning = true;
+                    self.begin(ts, m, "spinning", &[], None);
+                }
+            }
+            kind::SPIN_STOP => {
+                let t = self.threads.entry(e.tid).or_default();
+                if std::mem::take(&mut t.spinning) {
+                    let m = self.m_track(e.tid);
+                    self.end(ts, m, &[]);
+                }
+            }
+            kind::STEAL => {
+                let tr = self.src_track(e);
+                let name = format!("steal from P{}", e.a);
+                self.instant(
+                    ts,
+                    tr,
+                    &name,
+                    &[("victim", Annot::U(e.a)), ("n", Annot::U(e.b))],
+                    None,
+                );
+            }
+            kind::M_PARK => {
+                let m = self.m_track(e.tid);
+                self.threads.entry(e.tid).or_default().parked = true;
+                self.begin(ts, m, "parked", &[], None);
+            }
+            kind::M_UNPARK
+                if std::mem::take(&mut self.threads.entry(e.tid).or_default().parked) =>
+            {
+                let m = self.m_track(e.tid);
+                self.end(ts, m, &[]);
+            }
+            kind::M_WAKE => {
+                let tr = self.src_track(e);
+                self.instant(ts, tr, "wake M", &[("p", Annot::U(e.a))], None);
+            }
+            kind::CREATE => {
+                let id = e.a;
+                let blocking = (e.b >> 56) & 1;
+                let parent = e.b & ((1 << 56) - 1);
+                let label = match &e.name {
+                    Some(n) => format!("task {id} \"{n}\""),
+                    None => format!("task {id}"),
+                };
+                let flow = self.next_flow;
+                self.next_flow += 1;
+                let t = self.tasks.entry(id).or_default();
+                t.label = Some(label);
+                t.flow = Some(flow);
+                self.task_track(id);
+                let mut annots = vec![
+                    ("task", Annot::U(id)),
+                    ("parent", Annot::U(parent)),
+                    ("blocking", Annot::U(blocking)),
+                ];
+                if e.loc != 0 {
+                    // SAFETY: the word is a `&'static Location` that
+                    // `create_slow` stored; statics live forever.
+                    let loc = unsafe { &*(e.loc as *const std::panic::Location<'static>) };
+                    annots.push((
+                        "location",
+                        Annot::S(format!("{}:{}", loc.file(), loc.line())),
+                    ));
+                }
+                let tr = self.src_track(e);
+                self.instant(ts, tr, "spawn", &annots, Some(flow));
+            }
+            kind::POLL_START => {
+                let id = e.a;
+                let tr = self.src_track(e);
+                let term = self.tasks.get_mut(&id).and_then(|t| t.flow.take());
+                let label = self.label(id);
+                self.begin(ts, tr, &label, &[("task", Annot::U(id))], term);
+                if let Some(p) = on_p {
+                    self.p_poll[p] = Some(id);
+                }
+                self.threads.entry(e.tid).or_default().poll = Some((id, Some(tr)));
+                self.end_task_slice(ts, id);
+                let tt = self.task_track(id);
+                let what = match on_p {
+                    Some(p) => format!("running on P{p}"),
+                    None => "running (no P)".into(),
+                };
+                self.begin(ts, tt, &what, &[], None);
+                let t = self.tasks.entry(id).or_default();
+                t.open = true;
+                t.running = true;
+            }
+            kind::POLL_END => {
+                let id = e.a;
+                let outcome = match e.b {
+                    OUT_YIELD => "yield".to_string(),
+                    OUT_PREEMPTED => "preempted".to_string(),
+                    OUT_FINISHED => "finished".to_string(),
+                    r => format!("parked: {}", Reason::from_u8(r as u8)),
+                };
+                let polling = self.threads.get_mut(&e.tid).and_then(|t| t.poll.take());
+                if let Some((pid, Some(track))) = polling {
+                    if pid == id {
+                        self.end(ts, track, &[("outcome", Annot::S(outcome.clone()))]);
+                        if let Some(p) = on_p {
+                            if self.p_poll[p] == Some(id) {
+                                self.p_poll[p] = None;
+                            }
+                        }
+                    }
+                }
+                if self.tasks.get(&id).is_some_and(|t| t.running) {
+                    self.end_task_slice(ts, id);
+                    if e.b < 32 {
+                        let tt = self.task_track(id);
+                        self.begin(ts, tt, &outcome, &[], None);
+                        self.tasks.entry(id).or_default().open = true;
+                    }
+                }
+            }
+            kind::UNBLOCK => {
+                let id = e.a;
+                let flow = self.next_flow;
+                self.next_flow += 1;
+                let tr = self.src_track(e);
+                self.instant(
+                    ts,
+                    tr,
+                    "wake",
+                    &[("task", Annot::U(id)), ("by", Annot::U(e.b))],
+                    Some(flow),
+                );
+                let running = self.tasks.get(&id).is_some_and(|t| t.running);
+                if !running {
+                    self.end_task_slice(ts, id);
+                }
+                self.tasks.entry(id).or_default().flow = Some(flow);
+            }
+            kind::DESTROY => {
+                let id = e.a;
+                self.end_task_slice(ts, id);
+                let tt = self.task_track(id);
+                self.instant(ts, tt, "destroyed", &[("task", Annot::U(id))], None);
+                self.tasks.remove(&id);
+            }
+            kind::BIP_BEGIN => {
+                let p = e.a as usize % self.procs;
+                self.drop_p(ts, p, e.tid);
+                let m = self.m_track(e.tid);
+                self.threads.entry(e.tid).or_default().bip = true;
+                self.begin(ts, m, "block_in_place", &[("p", Annot::U(e.a))], None);
+            }
+            kind::BIP_END => {
+                if std::mem::take(&mut self.threads.entry(e.tid).or_default().bip) {
+                    let m = self.m_track(e.tid);
+                    self.end(ts, m, &[]);
+                }
+                match e.a {
+                    0 => {
+                        // No P to go back to: the poll ends on the thread.
+                        let polling = self.threads.get(&e.tid).and_then(|t| t.poll);
+                        if let Some((id, None)) = polling {
+                            let m = self.m_track(e.tid);
+                            let name = format!("{} (no P)", self.label(id));
+                            self.begin(
+                                ts,
+                                m,
+                                &name,
+                                &[("task", Annot::U(id)), ("cont", Annot::U(1))],
+                                None,
+                            );
+                            self.threads.entry(e.tid).or_default().poll = Some((id, Some(m)));
+                        }
+                    }
+                    p1 => self.take_p(ts, (p1 - 1) as usize % self.procs, e.tid),
+                }
+            }
+            kind::TIMERS => {
+                let tr = self.src_track(e);
+                self.instant(ts, tr, "timers", &[("n", Annot::U(e.a))], None);
+            }
+            kind::NETPOLL => {
+                let tr = self.src_track(e);
+                self.instant(ts, tr, "netpoll", &[("n", Annot::U(e.a))], None);
+            }
+            kind::POOL_CYCLE => {
+                let tr = self.src_track(e);
+                self.instant(ts, tr, "pool cycle", &[], None);
+            }
+            kind::PREEMPT => {
+                let tr = self.src_track(e);
+                self.instant(ts, tr, "preempted", &[("task", Annot::U(e.a))], None);
+            }
+            _ => {}
+        }
+    }
+}
+
+enum Annot {
+    U(u64),
+    S(String),
+}
