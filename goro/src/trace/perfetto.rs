@@ -23,10 +23,12 @@
 
 use super::clock::ToNs;
 use super::kind;
-use super::proto::Msg;
+use super::proto::Buf;
 use super::{OUT_FINISHED, OUT_PREEMPTED, OUT_YIELD};
 use crate::sched::task_meta::Reason;
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
 
 // Field numbers, from Perfetto's protos.
 const TRACE_PACKET: u32 = 1; // Trace.packet
@@ -68,6 +70,29 @@ const GROUP_TASKS: u64 = 4;
 const P_BASE: u64 = 0x100;
 const M_BASE: u64 = 0x1_0000;
 const TASK_BASE: u64 = 1 << 32;
+
+/// A hasher for the converter's integer keys (task ids, thread numbers,
+/// track uuids): one multiply, where SipHash costs tens of nanoseconds
+/// per event.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type Map<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+type Set<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 
 /// One raw event, decoded.
 #[derive(Clone, Debug)]
@@ -120,6 +145,8 @@ pub(crate) fn parse(src: usize, words: &[u64], out: &mut Vec<Ev>) {
 
 #[derive(Default)]
 struct Thread {
+    /// `M3`: its slices' name on a P track.
+    name: Option<Rc<str>>,
     /// The task this thread polls and the track its slice is open on
     /// (`None`: between a `block_in_place` handoff and the next track).
     poll: Option<(u64, Option<u64>)>,
@@ -130,7 +157,7 @@ struct Thread {
 
 #[derive(Default)]
 struct Task {
-    label: Option<String>,
+    label: Option<Rc<str>>,
     /// A slice is open on the task's track.
     open: bool,
     running: bool,
@@ -142,14 +169,19 @@ struct Task {
 pub(crate) struct Converter {
     procs: usize,
     started: bool,
-    declared: HashSet<u64>,
-    depth: HashMap<u64, u32>,
+    declared: Set<u64>,
+    depth: Map<u64, u32>,
     holder: Vec<Option<u64>>,
     p_poll: Vec<Option<u64>>,
-    threads: HashMap<u64, Thread>,
-    tasks: HashMap<u64, Task>,
+    threads: Map<u64, Thread>,
+    tasks: Map<u64, Task>,
     next_flow: u64,
-    out: Vec<u8>,
+    out: Buf,
+    /// Names made once: `running on P1` and `steal from P1` by P, and
+    /// each poll outcome by code.
+    running_on: Vec<Rc<str>>,
+    steal_from: Vec<Rc<str>>,
+    outcomes: Vec<Rc<str>>,
 }
 
 impl Converter {
@@ -157,24 +189,29 @@ impl Converter {
         Converter {
             procs,
             started: false,
-            declared: HashSet::new(),
-            depth: HashMap::new(),
+            declared: Set::default(),
+            depth: Map::default(),
             holder: vec![None; procs],
             p_poll: vec![None; procs],
-            threads: HashMap::new(),
-            tasks: HashMap::new(),
+            threads: Map::default(),
+            tasks: Map::default(),
             next_flow: 1,
-            out: Vec::new(),
+            out: Buf::default(),
+            running_on: (0..procs)
+                .map(|p| format!("running on P{p}").into())
+                .collect(),
+            steal_from: (0..procs)
+                .map(|p| format!("steal from P{p}").into())
+                .collect(),
+            outcomes: (0..=OUT_FINISHED)
+                .map(|code| match code {
+                    OUT_YIELD => "yield".into(),
+                    OUT_PREEMPTED => "preempted".into(),
+                    OUT_FINISHED => "finished".into(),
+                    r => format!("parked: {}", Reason::from_u8(r as u8)).into(),
+                })
+                .collect(),
         }
-    }
-
-    fn packet(&mut self, body: impl FnOnce(&mut Msg)) {
-        let mut p = Msg::new();
-        body(&mut p);
-        p.uint(P_SEQ_ID, 1);
-        let mut t = Msg::new();
-        t.msg(TRACE_PACKET, &p);
-        self.out.extend_from_slice(&t.buf);
     }
 
     fn header(&mut self) {
@@ -183,17 +220,20 @@ impl Converter {
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_else(|| "goro".into());
-        self.packet(|p| {
-            let mut pd = Msg::new();
-            pd.uint(PD_PID, u64::from(std::process::id()));
-            pd.str(PD_NAME, &format!("{exe} (goro)"));
-            let mut td = Msg::new();
-            td.uint(TD_UUID, PROCESS).msg(TD_PROCESS, &pd);
-            td.uint(TD_CHILD_ORDER, ORDER_EXPLICIT);
-            p.msg(P_TRACK_DESC, &td);
-            p.uint(P_SEQ_FLAGS, SEQ_CLEARED);
-            p.uint(P_FIRST_ON_SEQ, 1);
-        });
+        let o = &mut self.out;
+        let pkt = o.begin(TRACE_PACKET);
+        let td = o.begin(P_TRACK_DESC);
+        o.uint(TD_UUID, PROCESS);
+        let pd = o.begin(TD_PROCESS);
+        o.uint(PD_PID, u64::from(std::process::id()));
+        o.str(PD_NAME, &format!("{exe} (goro)"));
+        o.end(pd);
+        o.uint(TD_CHILD_ORDER, ORDER_EXPLICIT);
+        o.end(td);
+        o.uint(P_SEQ_FLAGS, SEQ_CLEARED);
+        o.uint(P_FIRST_ON_SEQ, 1);
+        o.uint(P_SEQ_ID, 1);
+        o.end(pkt);
         for (uuid, name, rank, order) in [
             (GROUP_P, "Ps", 0, ORDER_EXPLICIT),
             (GROUP_M, "Ms (threads)", 1, ORDER_EXPLICIT),
@@ -205,17 +245,19 @@ impl Converter {
 
     fn descriptor(&mut self, uuid: u64, name: &str, parent: u64, rank: u64, order: Option<u64>) {
         self.declared.insert(uuid);
-        self.packet(|p| {
-            let mut td = Msg::new();
-            td.uint(TD_UUID, uuid)
-                .str(TD_NAME, name)
-                .uint(TD_PARENT, parent);
-            td.uint(TD_RANK, rank);
-            if let Some(o) = order {
-                td.uint(TD_CHILD_ORDER, o);
-            }
-            p.msg(P_TRACK_DESC, &td);
-        });
+        let o = &mut self.out;
+        let pkt = o.begin(TRACE_PACKET);
+        let td = o.begin(P_TRACK_DESC);
+        o.uint(TD_UUID, uuid);
+        o.str(TD_NAME, name);
+        o.uint(TD_PARENT, parent);
+        o.uint(TD_RANK, rank);
+        if let Some(order) = order {
+            o.uint(TD_CHILD_ORDER, order);
+        }
+        o.end(td);
+        o.uint(P_SEQ_ID, 1);
+        o.end(pkt);
     }
 
     fn p_track(&mut self, p: usize) -> u64 {
@@ -240,11 +282,24 @@ impl Converter {
         uuid
     }
 
-    fn label(&self, id: u64) -> String {
+    /// The task's name on its track and its poll slices, made once.
+    fn label(&mut self, id: u64) -> Rc<str> {
         self.tasks
-            .get(&id)
-            .and_then(|t| t.label.clone())
-            .unwrap_or_else(|| format!("task {id}"))
+            .entry(id)
+            .or_default()
+            .label
+            .get_or_insert_with(|| format!("task {id}").into())
+            .clone()
+    }
+
+    /// `M3`, made once per thread.
+    fn m_name(&mut self, tid: u64) -> Rc<str> {
+        self.threads
+            .entry(tid)
+            .or_default()
+            .name
+            .get_or_insert_with(|| format!("M{tid}").into())
+            .clone()
     }
 
     fn task_track(&mut self, id: u64) -> u64 {
@@ -284,31 +339,34 @@ impl Converter {
             },
             _ => {}
         }
-        self.packet(|p| {
-            p.uint(P_TIMESTAMP, ts);
-            let mut te = Msg::new();
-            te.uint(TE_TYPE, ty).uint(TE_TRACK, track);
-            if let Some(n) = name {
-                te.str(TE_NAME, n);
+        let o = &mut self.out;
+        let pkt = o.begin(TRACE_PACKET);
+        o.uint(P_TIMESTAMP, ts);
+        let te = o.begin(P_TRACK_EVENT);
+        o.uint(TE_TYPE, ty);
+        o.uint(TE_TRACK, track);
+        if let Some(n) = name {
+            o.str(TE_NAME, n);
+        }
+        for (k, v) in annots {
+            let da = o.begin(TE_ANNOT);
+            o.str(DA_NAME, k);
+            match v {
+                Annot::U(u) => o.uint(DA_UINT, *u),
+                Annot::S(s) => o.str(DA_STRING, s),
             }
-            for (k, v) in annots {
-                let mut da = Msg::new();
-                da.str(DA_NAME, k);
-                match v {
-                    Annot::U(u) => da.uint(DA_UINT, *u),
-                    Annot::S(s) => da.str(DA_STRING, s),
-                };
-                te.msg(TE_ANNOT, &da);
-            }
-            if let Some(f) = flow {
-                te.fixed64(TE_FLOW, f);
-            }
-            if let Some(f) = term {
-                te.fixed64(TE_TERM_FLOW, f);
-            }
-            p.msg(P_TRACK_EVENT, &te);
-            p.uint(P_SEQ_FLAGS, SEQ_NEEDS);
-        });
+            o.end(da);
+        }
+        if let Some(f) = flow {
+            o.fixed64(TE_FLOW, f);
+        }
+        if let Some(f) = term {
+            o.fixed64(TE_TERM_FLOW, f);
+        }
+        o.end(te);
+        o.uint(P_SEQ_FLAGS, SEQ_NEEDS);
+        o.uint(P_SEQ_ID, 1);
+        o.end(pkt);
     }
 
     fn begin(
@@ -357,17 +415,13 @@ impl Converter {
             self.end(ts, tr, &[]);
         }
         self.holder[p] = Some(tid);
-        self.begin(ts, tr, &format!("M{tid}"), &[], None);
+        let m = self.m_name(tid);
+        self.begin(ts, tr, &m, &[], None);
         let polling = self.threads.get(&tid).and_then(|t| t.poll);
         if let Some((id, None)) = polling {
             let name = format!("{} (after block_in_place)", self.label(id));
-            self.begin(
-                ts,
-                tr,
-                &name,
-                &[("task", Annot::U(id)), ("cont", Annot::U(1))],
-                None,
-            );
+            let annots = [("task", Annot::U(id)), ("cont", Annot::U(1))];
+            self.begin(ts, tr, &name, &annots, None);
             self.p_poll[p] = Some(id);
             self.threads.entry(tid).or_default().poll = Some((id, Some(tr)));
         }
@@ -377,7 +431,7 @@ impl Converter {
     fn drop_p(&mut self, ts: u64, p: usize, tid: u64) {
         let tr = self.p_track(p);
         if self.p_poll[p].take().is_some() {
-            self.end(ts, tr, &[("outcome", Annot::S("P handed off".into()))]);
+            self.end(ts, tr, &[("outcome", Annot::S("P handed off"))]);
             if let Some(t) = self.threads.get_mut(&tid) {
                 if let Some((_, track)) = &mut t.poll {
                     *track = None;
@@ -403,7 +457,7 @@ impl Converter {
             let ts = to_ns.ns(e.ts);
             self.one(e, ts);
         }
-        std::mem::take(&mut self.out)
+        std::mem::take(&mut self.out.bytes)
     }
 
     fn one(&mut self, e: &Ev, ts: u64) {
@@ -428,14 +482,9 @@ impl Converter {
             }
             kind::STEAL => {
                 let tr = self.src_track(e);
-                let name = format!("steal from P{}", e.a);
-                self.instant(
-                    ts,
-                    tr,
-                    &name,
-                    &[("victim", Annot::U(e.a)), ("n", Annot::U(e.b))],
-                    None,
-                );
+                let name = self.steal_from[e.a as usize % self.procs].clone();
+                let annots = [("victim", Annot::U(e.a)), ("n", Annot::U(e.b))];
+                self.instant(ts, tr, &name, &annots, None);
             }
             kind::M_PARK => {
                 let m = self.m_track(e.tid);
@@ -456,9 +505,9 @@ impl Converter {
                 let id = e.a;
                 let blocking = (e.b >> 56) & 1;
                 let parent = e.b & ((1 << 56) - 1);
-                let label = match &e.name {
-                    Some(n) => format!("task {id} \"{n}\""),
-                    None => format!("task {id}"),
+                let label: Rc<str> = match &e.name {
+                    Some(n) => format!("task {id} \"{n}\"").into(),
+                    None => format!("task {id}").into(),
                 };
                 let flow = self.next_flow;
                 self.next_flow += 1;
@@ -466,20 +515,20 @@ impl Converter {
                 t.label = Some(label);
                 t.flow = Some(flow);
                 self.task_track(id);
-                let mut annots = vec![
-                    ("task", Annot::U(id)),
-                    ("parent", Annot::U(parent)),
-                    ("blocking", Annot::U(blocking)),
-                ];
-                if e.loc != 0 {
+                let location = if e.loc != 0 {
                     // SAFETY: the word is a `&'static Location` that
                     // `create_slow` stored; statics live forever.
                     let loc = unsafe { &*(e.loc as *const std::panic::Location<'static>) };
-                    annots.push((
-                        "location",
-                        Annot::S(format!("{}:{}", loc.file(), loc.line())),
-                    ));
-                }
+                    format!("{}:{}", loc.file(), loc.line())
+                } else {
+                    String::new()
+                };
+                let annots = [
+                    ("task", Annot::U(id)),
+                    ("parent", Annot::U(parent)),
+                    ("blocking", Annot::U(blocking)),
+                    ("location", Annot::S(&location)),
+                ];
                 let tr = self.src_track(e);
                 self.instant(ts, tr, "spawn", &annots, Some(flow));
             }
@@ -495,27 +544,24 @@ impl Converter {
                 self.threads.entry(e.tid).or_default().poll = Some((id, Some(tr)));
                 self.end_task_slice(ts, id);
                 let tt = self.task_track(id);
-                let what = match on_p {
-                    Some(p) => format!("running on P{p}"),
-                    None => "running (no P)".into(),
-                };
-                self.begin(ts, tt, &what, &[], None);
+                match on_p {
+                    Some(p) => {
+                        let what = self.running_on[p].clone();
+                        self.begin(ts, tt, &what, &[], None);
+                    }
+                    None => self.begin(ts, tt, "running (no P)", &[], None),
+                }
                 let t = self.tasks.entry(id).or_default();
                 t.open = true;
                 t.running = true;
             }
             kind::POLL_END => {
                 let id = e.a;
-                let outcome = match e.b {
-                    OUT_YIELD => "yield".to_string(),
-                    OUT_PREEMPTED => "preempted".to_string(),
-                    OUT_FINISHED => "finished".to_string(),
-                    r => format!("parked: {}", Reason::from_u8(r as u8)),
-                };
+                let outcome = self.outcomes[e.b.min(OUT_FINISHED) as usize].clone();
                 let polling = self.threads.get_mut(&e.tid).and_then(|t| t.poll.take());
                 if let Some((pid, Some(track))) = polling {
                     if pid == id {
-                        self.end(ts, track, &[("outcome", Annot::S(outcome.clone()))]);
+                        self.end(ts, track, &[("outcome", Annot::S(&outcome))]);
                         if let Some(p) = on_p {
                             if self.p_poll[p] == Some(id) {
                                 self.p_poll[p] = None;
@@ -537,13 +583,8 @@ impl Converter {
                 let flow = self.next_flow;
                 self.next_flow += 1;
                 let tr = self.src_track(e);
-                self.instant(
-                    ts,
-                    tr,
-                    "wake",
-                    &[("task", Annot::U(id)), ("by", Annot::U(e.b))],
-                    Some(flow),
-                );
+                let annots = [("task", Annot::U(id)), ("by", Annot::U(e.b))];
+                self.instant(ts, tr, "wake", &annots, Some(flow));
                 let running = self.tasks.get(&id).is_some_and(|t| t.running);
                 if !running {
                     self.end_task_slice(ts, id);
@@ -576,13 +617,8 @@ impl Converter {
                         if let Some((id, None)) = polling {
                             let m = self.m_track(e.tid);
                             let name = format!("{} (no P)", self.label(id));
-                            self.begin(
-                                ts,
-                                m,
-                                &name,
-                                &[("task", Annot::U(id)), ("cont", Annot::U(1))],
-                                None,
-                            );
+                            let annots = [("task", Annot::U(id)), ("cont", Annot::U(1))];
+                            self.begin(ts, m, &name, &annots, None);
                             self.threads.entry(e.tid).or_default().poll = Some((id, Some(m)));
                         }
                     }
@@ -610,7 +646,7 @@ impl Converter {
     }
 }
 
-enum Annot {
+enum Annot<'a> {
     U(u64),
-    S(String),
+    S(&'a str),
 }

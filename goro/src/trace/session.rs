@@ -204,13 +204,16 @@ fn take_for_stream(t: &Trace) -> Vec<Arc<Chunk>> {
 }
 
 /// Which file `GORO_TRACE` names for the n-th runtime of the process:
-/// the path itself for the first, `path.n` after.
+/// the path itself for the first, `path.n` after (unless it is a device
+/// or a pipe, which every runtime writes to).
 static ENV_RUNTIMES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Paths of runtimes traced through `GORO_TRACE`, for the stats file
 /// written when each stops.
 pub(crate) struct EnvTrace {
     pub(crate) path: std::path::PathBuf,
+    /// Whether it is a regular file (a stats file goes beside it).
+    regular: bool,
 }
 
 /// `GORO_TRACE=path`: start streaming to `path` now (at build).
@@ -219,8 +222,14 @@ pub(crate) fn from_env(sched: &Arc<Sched>) -> io::Result<()> {
         Some(p) if !p.is_empty() => std::path::PathBuf::from(p),
         _ => return Ok(()),
     };
-    let n = ENV_RUNTIMES.fetch_add(1, Ordering::Relaxed);
-    let path = if n == 0 {
+    // A device or a pipe (`/dev/null`) takes every runtime's trace; a
+    // regular file only the first one's.
+    let regular = std::fs::metadata(&path).map_or(true, |m| m.file_type().is_file());
+    // Counted once the file is made: a runtime that failed to build
+    // takes no number. (Two runtimes built at the same moment may race
+    // for one; `File::create` then truncates, as any reuse would.)
+    let n = ENV_RUNTIMES.load(Ordering::Relaxed);
+    let path = if n == 0 || !regular {
         path
     } else {
         let mut s = path.into_os_string();
@@ -233,8 +242,9 @@ pub(crate) fn from_env(sched: &Arc<Sched>) -> io::Result<()> {
             format!("GORO_TRACE={}: cannot create the file: {e}", path.display()),
         )
     })?;
+    ENV_RUNTIMES.fetch_add(1, Ordering::Relaxed);
     start_stream(sched, Box::new(f))?;
-    *sched.trace.env.lock().unwrap_or_else(|e| e.into_inner()) = Some(EnvTrace { path });
+    *sched.trace.env.lock().unwrap_or_else(|e| e.into_inner()) = Some(EnvTrace { path, regular });
     Ok(())
 }
 
@@ -252,6 +262,9 @@ pub(crate) fn runtime_dropped(sched: &Sched, stats: crate::Stats) {
     let Some(env) = env else { return };
     if let Err(e) = stop_stream(sched) {
         eprintln!("goro: GORO_TRACE={}: {e}", env.path.display());
+        return;
+    }
+    if !env.regular {
         return;
     }
     let mut p = env.path.into_os_string();
