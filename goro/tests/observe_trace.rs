@@ -265,3 +265,29 @@ fn flight_recorder_memory_stays_bounded_over_a_million_tasks() {
         assert!(summarize(&out).packets > 1000);
     });
 }
+
+#[test]
+fn dropping_the_runtime_stops_and_flushes_a_running_trace() {
+    within(
+        Duration::from_secs(30),
+        "a runtime dropped while tracing",
+        || {
+            let out = Shared::default();
+            let rt = goro::Runtime::builder().procs(1).build().unwrap();
+            rt.trace_start(out.clone()).unwrap();
+            work(&rt);
+            drop(rt);
+            // The writer thread held the only other handle to the buffer.
+            let s = summarize(&out.0.lock().unwrap());
+            assert!(
+                s.names.iter().any(|n| n == "spawn"),
+                "flushed at drop: {s:?}"
+            );
+            assert_eq!(
+                Arc::strong_count(&out.0),
+                1,
+                "the writer was dropped with its thread"
+            );
+        },
+    );
+}

@@ -39,7 +39,7 @@
 //! * **Off costs one branch.** Every hook is an inlined check of a flag
 //!   that is false unless some session runs: a relaxed load of the
 //!   runtime's `on` flag where the hook has the runtime at hand, else of
-//!   a process-wide count of sessions ([`ANY_ON`]). No clock is read and
+//!   a process-wide count of sessions (`ANY_ON`). No clock is read and
 //!   nothing is written while tracing is off.
 //!
 //! Streaming merges the buffers in time order: each round, the writer

@@ -248,7 +248,8 @@ pub(crate) fn from_env(sched: &Arc<Sched>) -> io::Result<()> {
     Ok(())
 }
 
-/// At the end of `Runtime::drop`: stops a `GORO_TRACE` session (every
+/// At the end of `Runtime::drop`: stops a `trace_start` session left
+/// running, and a `GORO_TRACE` session (every
 /// thread of the runtime has exited, so the trace is complete) and writes
 /// the runtime's counters beside it, `path.stats.json`, for checking the
 /// trace against them (`scripts/check-trace.py`).
@@ -259,7 +260,24 @@ pub(crate) fn runtime_dropped(sched: &Sched, stats: crate::Stats) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take();
-    let Some(env) = env else { return };
+    let Some(env) = env else {
+        // A `trace_start` never stopped: stop it now, so that its writer
+        // is flushed and its thread (which holds the runtime) exits.
+        let streaming = matches!(
+            *sched
+                .trace
+                .session
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+            Some(Session::Stream { .. })
+        );
+        if streaming {
+            if let Err(e) = stop_stream(sched) {
+                eprintln!("goro: the trace started by trace_start failed: {e}");
+            }
+        }
+        return;
+    };
     if let Err(e) = stop_stream(sched) {
         eprintln!("goro: GORO_TRACE={}: {e}", env.path.display());
         return;
