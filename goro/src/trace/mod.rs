@@ -167,7 +167,9 @@ impl buf::OnFull for Trace {
             return;
         }
         while lists.full_bytes > max {
-            lists.full.pop_front();
+            if let Some(c) = lists.full.pop_front() {
+                lists.recycle(c);
+            }
             lists.full_bytes -= buf::CHUNK_BYTES;
         }
         let window = self.flight_window_ticks.load(Ordering::Relaxed);
@@ -177,7 +179,9 @@ impl buf::OnFull for Trace {
             .front()
             .is_some_and(|c| c.last_ts.load(Ordering::Relaxed) < cut)
         {
-            lists.full.pop_front();
+            if let Some(c) = lists.full.pop_front() {
+                lists.recycle(c);
+            }
             lists.full_bytes -= buf::CHUNK_BYTES;
         }
     }

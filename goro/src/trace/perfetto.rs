@@ -448,8 +448,10 @@ impl Converter {
         }
     }
 
-    /// Converts `evs` (in time order) and returns the bytes to write.
-    pub(crate) fn convert(&mut self, evs: &[Ev], to_ns: &ToNs) -> Vec<u8> {
+    /// Converts `evs` (in time order) and returns the bytes to write
+    /// (the buffer is reused by the next call).
+    pub(crate) fn convert(&mut self, evs: &[Ev], to_ns: &ToNs) -> &[u8] {
+        self.out.bytes.clear();
         if !self.started {
             self.header();
         }
@@ -457,7 +459,7 @@ impl Converter {
             let ts = to_ns.ns(e.ts);
             self.one(e, ts);
         }
-        std::mem::take(&mut self.out.bytes)
+        &self.out.bytes
     }
 
     fn one(&mut self, e: &Ev, ts: u64) {

@@ -142,7 +142,9 @@ fn stream(sched: &Sched, w: Box<dyn Write + Send>, start: Stamp) -> io::Result<(
     let t = &sched.trace;
     let mut out = io::BufWriter::with_capacity(1 << 20, w);
     let mut conv = Converter::new(sched.procs);
-    let mut carry: Vec<Ev> = Vec::new();
+    // Events taken and not yet written (those at or past the watermark
+    // wait here for the next round), reused round after round.
+    let mut evs: Vec<Ev> = Vec::new();
     let mut failed: Option<io::Error> = None;
     // One line from ticks to nanoseconds for the whole session, so that
     // rounds agree (`calibrate`).
@@ -156,22 +158,27 @@ fn stream(sched: &Sched, w: Box<dyn Write + Send>, start: Stamp) -> io::Result<(
             super::clock::ticks()
         };
         let chunks = take_for_stream(t);
-        let mut evs = std::mem::take(&mut carry);
         for c in &chunks {
             let from = c.read.load(Ordering::Relaxed);
             let words = c.published(from);
             c.read.store(from + words.len(), Ordering::Relaxed);
             parse(c.src, &words, &mut evs);
         }
+        {
+            let mut l = t.buf.lists.lock().unwrap_or_else(|e| e.into_inner());
+            for c in chunks {
+                l.recycle(c);
+            }
+        }
         evs.sort_by_key(|e| e.ts);
         let cut = evs.partition_point(|e| e.ts < mark);
-        carry = evs.split_off(cut);
         if failed.is_none() {
-            let bytes = conv.convert(&evs, &to_ns);
-            if let Err(e) = out.write_all(&bytes) {
+            let bytes = conv.convert(&evs[..cut], &to_ns);
+            if let Err(e) = out.write_all(bytes) {
                 failed = Some(e);
             }
         }
+        evs.drain(..cut);
         if over {
             break;
         }
@@ -405,7 +412,7 @@ impl FlightRecorder {
         evs.sort_by_key(|e| e.ts);
         let mut conv = Converter::new(self.sched.procs);
         let bytes = conv.convert(&evs, &to_ns);
-        w.write_all(&bytes)?;
+        w.write_all(bytes)?;
         w.flush()
     }
 
