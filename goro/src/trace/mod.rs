@@ -43,11 +43,15 @@
 //!   nothing is written while tracing is off.
 //!
 //! Streaming merges the buffers in time order: each round, the writer
-//! thread reads the clock (the *watermark*), then takes what each buffer
-//! has published; every event older than the watermark is in what it
-//! took (an event's timestamp is read by the thread that then appends it,
-//! before the append), so the events before the watermark are written in
-//! order and the rest wait for the next round.
+//! thread reads the clock, steps back a lag (20 ms) to get the
+//! *watermark*, then takes what each buffer has published, writes the
+//! events older than the watermark in time order and keeps the rest for
+//! the next round. An event's timestamp is read by the thread that then
+//! appends it, so an event older than the watermark is missing from the
+//! round only if its thread was preempted for longer than the lag
+//! between the two; such a straggler is written at the time of the last
+//! event written (the packets never go back in time, and slices stay
+//! well nested).
 //!
 //! # The flight recorder
 //!
@@ -167,9 +171,7 @@ impl buf::OnFull for Trace {
             return;
         }
         while lists.full_bytes > max {
-            if let Some(c) = lists.full.pop_front() {
-                lists.recycle(c);
-            }
+            lists.full.pop_front();
             lists.full_bytes -= buf::CHUNK_BYTES;
         }
         let window = self.flight_window_ticks.load(Ordering::Relaxed);
@@ -179,9 +181,7 @@ impl buf::OnFull for Trace {
             .front()
             .is_some_and(|c| c.last_ts.load(Ordering::Relaxed) < cut)
         {
-            if let Some(c) = lists.full.pop_front() {
-                lists.recycle(c);
-            }
+            lists.full.pop_front();
             lists.full_bytes -= buf::CHUNK_BYTES;
         }
     }

@@ -176,6 +176,8 @@ pub(crate) struct Converter {
     threads: Map<u64, Thread>,
     tasks: Map<u64, Task>,
     next_flow: u64,
+    /// The timestamp of the last event converted.
+    last_ts: u64,
     out: Buf,
     /// Names made once: `running on P1` and `steal from P1` by P, and
     /// each poll outcome by code.
@@ -196,6 +198,7 @@ impl Converter {
             threads: Map::default(),
             tasks: Map::default(),
             next_flow: 1,
+            last_ts: 0,
             out: Buf::default(),
             running_on: (0..procs)
                 .map(|p| format!("running on P{p}").into())
@@ -456,7 +459,11 @@ impl Converter {
             self.header();
         }
         for e in evs {
-            let ts = to_ns.ns(e.ts);
+            // Never back in time: an event that missed its round (its
+            // writer was preempted past the lag) is written at the time
+            // of the last one written, so slices stay well nested.
+            let ts = to_ns.ns(e.ts).max(self.last_ts);
+            self.last_ts = ts;
             self.one(e, ts);
         }
         &self.out.bytes

@@ -15,6 +15,9 @@ use std::time::Duration;
 /// How often the streaming writer drains the buffers when nothing fills.
 const DRAIN_EVERY: Duration = Duration::from_millis(100);
 
+/// How far behind the clock a streaming round stops.
+const LAG: Duration = Duration::from_millis(20);
+
 /// Default byte bound of a flight recorder.
 pub const DEFAULT_FLIGHT_BYTES: usize = 64 << 20;
 
@@ -149,13 +152,17 @@ fn stream(sched: &Sched, w: Box<dyn Write + Send>, start: Stamp) -> io::Result<(
     // One line from ticks to nanoseconds for the whole session, so that
     // rounds agree (`calibrate`).
     let to_ns = calibrate(start);
+    let lag = to_ns.ticks_for(LAG.as_nanos() as u64);
     loop {
         let over = t.kick.wait(DRAIN_EVERY);
-        // The watermark: events older than this are all published.
+        // The watermark: events older than this are all published, but
+        // for a writer preempted between its clock read and its append
+        // (`LAG` covers that; a later straggler is written at the time
+        // of the last event written, see `Converter::convert`).
         let mark = if over {
             u64::MAX
         } else {
-            super::clock::ticks()
+            super::clock::ticks().saturating_sub(lag)
         };
         let chunks = take_for_stream(t);
         for c in &chunks {
