@@ -404,6 +404,12 @@ impl FlightRecorder {
             Some(Session::Flight { to_ns }) => *to_ns,
             _ => return Err(io::Error::other("goro: the flight recorder was stopped")),
         };
+        // A consistent cut: the sources are read one after another while
+        // their owners go on appending, so everything from a moment
+        // before the first read on is left out (else one P's late
+        // events would be in and another's not). A millisecond covers
+        // a writer between its clock read and its append.
+        let mark = super::clock::ticks().saturating_sub(to_ns.ticks_for(1_000_000));
         let chunks: Vec<Arc<Chunk>> = {
             let l = t.buf.lists.lock().unwrap_or_else(|e| e.into_inner());
             l.full
@@ -417,6 +423,7 @@ impl FlightRecorder {
             parse(c.src, &c.published(0), &mut evs);
         }
         evs.sort_by_key(|e| e.ts);
+        evs.truncate(evs.partition_point(|e| e.ts < mark));
         let mut conv = Converter::new(self.sched.procs);
         let bytes = conv.convert(&evs, &to_ns);
         w.write_all(bytes)?;
