@@ -501,6 +501,7 @@ pub(crate) mod sched;
 pub mod stats;
 pub mod sync;
 pub mod time;
+pub mod trace;
 
 pub use goro_macros::{main, test};
 pub use runtime::policy::{Policy, PolicyError, Preempt, RunnextWake, SpinPolicy, TimerPlacement};

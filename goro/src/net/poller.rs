@@ -428,6 +428,7 @@ impl Machine {
             return None;
         }
         bump(&p.counters.netpoll_ready, self.ready.len() as u64);
+        crate::trace::netpoll(sched, self.ready.len());
         wake_batch(sched, &mut self.ready);
         p.runq.get(false).map(|(t, _)| t)
     }
@@ -459,6 +460,7 @@ impl Machine {
     pub(crate) fn deliver_ready(&mut self) {
         let n = self.ready.len() as u64;
         let sched = self.sched.clone();
+        crate::trace::netpoll(&sched, n as usize);
         if let Some(pid) = crate::sched::machine::current_p(&sched) {
             bump(&sched.ps[pid].counters.netpoll_ready, n);
             wake_batch(&sched, &mut self.ready);
@@ -500,6 +502,7 @@ pub(crate) fn sysmon_poll(sched: &Sched) {
         .poll_if_due(SYSMON_POLL_GAP, &sched.counters.netpolls, &mut out)
     {
         bump_shared(&sched.counters.netpoll_ready, out.len() as u64);
+        crate::trace::netpoll(sched, out.len());
         wake_all(&mut out);
     }
 }

@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod policy;
 pub mod procs;
 mod signal;
+mod trace_api;
 
 use crate::loom::Unpoison;
 use crate::sched::machine::{current_sched, on_worker_thread, EnterGuard};
@@ -251,6 +252,7 @@ impl Builder {
             .resize
             .follow
             .store(follow, std::sync::atomic::Ordering::Relaxed);
+        crate::trace::from_env(&sched)?;
         let s = sched.clone();
         let monitor = std::thread::Builder::new()
             .name(format!("{}-monitor", sched.thread_name))
@@ -582,6 +584,7 @@ impl Drop for Runtime {
             // which cancels the task and drops its future.
             w.wake();
         }
+        crate::trace::runtime_dropped(sched, self.stats());
     }
 }
 
@@ -745,6 +748,7 @@ pub async fn yield_now() {
                 return Poll::Ready(());
             }
             self.0 = true;
+            crate::trace::yielded();
             // Woken while running: the schedule function puts it at the tail.
             cx.waker().wake_by_ref();
             Poll::Pending

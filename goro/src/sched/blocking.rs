@@ -56,6 +56,7 @@ where
     let Some(p) = current_p(&sched) else {
         return f();
     };
+    crate::trace::block_in_place_begin(&sched, p);
     CTX.with(|c| c.p.set(NO_P));
     sched.handoffp(p);
 
@@ -63,10 +64,12 @@ where
     struct Reacquire(Arc<Sched>);
     impl Drop for Reacquire {
         fn drop(&mut self) {
-            if let Some(p) = self.0.acquire_idle_p() {
+            let p = self.0.acquire_idle_p();
+            if let Some(p) = p {
                 self.0.ps[p].stuck.store(false, Ordering::Relaxed);
                 CTX.with(|c| c.p.set(p));
             }
+            crate::trace::block_in_place_end(&self.0, p);
         }
     }
     let _reacquire = Reacquire(sched);
@@ -110,6 +113,7 @@ where
     let (runnable, handle) = new_task_with(sched, async move { f() }, spawn, move |r: Runnable, _| {
         s.blocking.push(&s, r)
     });
+    crate::trace::create(sched, runnable.metadata(), true);
     runnable.schedule();
     handle
 }
@@ -170,7 +174,7 @@ impl BlockingPool {
             let s = sched.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("{}-blocking{n}", sched.thread_name))
-                .spawn(move || s.blocking.worker());
+                .spawn(move || crate::trace::blocking_thread(&s, || s.blocking.worker()));
             if let Err(e) = spawned {
                 eprintln!("goro: failed to start a blocking-pool thread: {e}");
                 self.state.lock().unpoison().threads -= 1;

@@ -202,11 +202,13 @@ impl Machine {
 
     pub(crate) fn acquirep(&mut self, p: usize) {
         CTX.with(|c| c.p.set(p));
+        crate::trace::proc_start(&self.sched, p);
         self.sched.ps[p].stuck.store(false, Ordering::Relaxed);
     }
 
     /// Forgets the P (it has been given away or put on the idle list).
     pub(crate) fn dropp(&mut self) -> usize {
+        crate::trace::proc_stop(&self.sched);
         CTX.with(|c| c.p.replace(NO_P))
     }
 
@@ -218,6 +220,7 @@ impl Machine {
     /// (Go's `resetspinning`).
     pub(crate) fn reset_spinning(&mut self) {
         self.spinning = false;
+        crate::trace::spin_stop(&self.sched);
         self.sched.idle.dec_spinning();
         self.sched.wakep();
     }
@@ -225,6 +228,7 @@ impl Machine {
     pub(crate) fn become_spinning(&mut self) {
         if !self.spinning {
             self.spinning = true;
+            crate::trace::spin_start(&self.sched);
             self.sched.idle.inc_spinning();
         }
     }
@@ -327,6 +331,7 @@ impl Machine {
                 return self.woken(Handoff::Exit);
             }
             bump_shared(&self.sched.counters.parks, 1);
+            crate::trace::m_park(&self.sched);
             let woke = if self.spinning {
                 // The watcher (idle.rs, "Hand-off"), still counted as
                 // spinning: look again after WATCH (the timeout takes the
@@ -339,6 +344,7 @@ impl Machine {
                     None => parker.park(None),
                 }
             };
+            crate::trace::m_unpark(&self.sched);
             match woke {
                 Some(Handoff::Recheck) | None => {}
                 Some(h) => return self.woken(h),

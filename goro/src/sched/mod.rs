@@ -137,6 +137,8 @@ pub(crate) struct Sched {
     /// Handoffs to threads the loom model would have started.
     #[cfg(loom)]
     pub(crate) loom_started: Mutex<Vec<Handoff>>,
+    /// The execution trace (`crate::trace`), off unless started.
+    pub(crate) trace: crate::trace::Trace,
 }
 
 impl Sched {
@@ -178,6 +180,7 @@ impl Sched {
             poller: crate::net::poller::Poller::new(),
             #[cfg(loom)]
             loom_started: Mutex::new(Vec::new()),
+            trace: crate::trace::Trace::new(procs),
         })
     }
 
@@ -221,6 +224,7 @@ impl Sched {
             WakeTarget::Global => None,
         };
         ready(&task, on);
+        crate::trace::unblock(self, task.metadata());
         match target {
             WakeTarget::Runnext(p) if yielded => self.runqput_yield(&self.ps[p], task),
             WakeTarget::Runnext(p) => self.runqput(&self.ps[p], task, self.policy.runnext),
@@ -389,6 +393,7 @@ impl Sched {
         match m {
             Some(parker) => {
                 bump_shared(&self.counters.unparks, 1);
+                crate::trace::m_wake(self, p);
                 parker.unpark(h);
             }
             None => self.spawn_m(h),

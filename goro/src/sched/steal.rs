@@ -86,6 +86,7 @@ impl Machine {
                 });
                 if let Some((task, n)) = stolen {
                     bump(&mine.counters.steals, n as u64);
+                    crate::trace::steal(&sched, victim, n);
                     if took_runnext && n == 1 {
                         bump(&mine.counters.runnext_steals, 1);
                     }

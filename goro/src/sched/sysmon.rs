@@ -170,6 +170,7 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             }
         }
         if pool_due.is_some_and(|t| Instant::now() >= t) {
+            crate::trace::pool_cycle(&sched);
             pool_next =
                 crate::sync::pool::monitor_cycle(sched.pool_cycle, sched.policy.pool_victim);
             if idle {

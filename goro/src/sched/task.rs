@@ -57,14 +57,16 @@ where
     F::Output: Send + 'static,
 {
     let s = sched.clone();
-    new_task_with(
+    let (runnable, handle) = new_task_with(
         sched,
         future,
         spawn,
         move |runnable: Runnable, info: async_task::ScheduleInfo| {
             s.schedule(runnable, info.woken_while_running);
         },
-    )
+    );
+    crate::trace::create(sched, runnable.metadata(), false);
+    (runnable, handle)
 }
 
 /// Where a task comes from: its spawn site, name, and the P that spawns it.
@@ -148,6 +150,7 @@ impl<F> TaskFuture<F> {
             return Ok(());
         }
         self.table().remove(self.meta());
+        crate::trace::destroy(self.meta());
         // SAFETY: `live` was true, so the future has not been dropped, and
         // it is never touched again. Dropping a pinned value in place keeps
         // the pinning guarantee (it is not moved before its `Drop`).
@@ -168,12 +171,14 @@ impl<F: Future> Future for TaskFuture<F> {
         let this = unsafe { self.get_unchecked_mut() };
         debug_assert!(this.live, "a task polled after completion");
         let scope = PollScope::enter(this.meta().id);
+        crate::trace::poll_start(this.meta().id);
         // SAFETY: `this.future` lives inside the pinned `TaskFuture` and is
         // live (async-task never polls a completed task).
         let fut = unsafe { Pin::new_unchecked(&mut *this.future) };
         let out = match catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
             Ok(Poll::Pending) => {
                 let (reason, detail) = scope.reason();
+                crate::trace::poll_parked(this.meta().id, reason);
                 this.meta()
                     .set(State::Parked(reason, detail), crate::time::clock::coarse());
                 if this.registered.is_none() {
@@ -199,6 +204,7 @@ impl<F: Future> Future for TaskFuture<F> {
                 Err(JoinError::Panic(panic))
             }
         };
+        crate::trace::poll_finished(this.meta().id);
         Poll::Ready(TaskOutput(Some(out)))
     }
 }

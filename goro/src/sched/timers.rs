@@ -285,6 +285,7 @@ impl Machine {
         let n = q.run(now, &mut fired);
         if n > 0 {
             bump(&self.sched.ps[self.p()].counters.timers_fired, n as u64);
+            crate::trace::timers_fired(&self.sched, n);
             // Tasks woken now queue quietly (`WakeTarget::TimerBatch`);
             // the guard ends that even if an inline callback panics.
             struct Quiet;

@@ -1,0 +1,526 @@
+//! The execution trace: what every P, M and task did, and when, in
+//! Perfetto's own format.
+//!
+//! # What is recorded
+//!
+//! Go's vocabulary (`runtime/trace`): a P is taken and given back (by
+//! which M), an M spins, parks and is woken, a P steals from another, a
+//! task is created (with its parent and spawn site), starts a poll, ends
+//! it (parked on what, yielded, or finished), is unblocked (by which
+//! task) and destroyed; `block_in_place` begins and ends, and a blocking
+//! pool thread runs a `spawn_blocking` call; timers fire, the network
+//! poller readies tasks, the coop budget preempts a task, the monitor
+//! cycles pools. [`Runtime::trace_start`](crate::Runtime::trace_start)
+//! streams this to a writer until `trace_stop`; `GORO_TRACE=path` does
+//! it for the life of each runtime; a [`FlightRecorder`] keeps only the
+//! last stretch of it, in bounded memory, and writes it on demand.
+//!
+//! # Why this shape
+//!
+//! It follows the design of Go's tracer (`trace2*.go`), for the same
+//! reasons:
+//!
+//! * **Per-P buffers.** The thread holding a P appends to that P's
+//!   buffer with plain stores and one Release store, no lock and no
+//!   read-modify-write (`buf.rs`): the only thread that could race it
+//!   would have to hold the same P. Events without a P (a `block_on`
+//!   caller, a parked M, a blocking-pool thread, the monitor) go to one
+//!   buffer under a mutex; they are rare by construction, as for the
+//!   counters (`stats.rs`).
+//! * **Raw now, formatted later.** An event is four words (timestamp,
+//!   kind and thread, two arguments) and a clock read (`clock.rs`); the
+//!   protobuf is written away from the scheduler, by the streaming
+//!   writer thread or by the snapshot's caller (`perfetto.rs`). A poll
+//!   pays for a few stores, not for an encoder.
+//! * **Generations.** Starting or stopping a session bumps a generation
+//!   number; a P's owner sees it on its next event and takes a fresh
+//!   buffer. Nobody has to stop the world or visit each P (an idle P has
+//!   no owner to visit).
+//! * **Off costs one branch.** Every hook is an inlined check of a flag
+//!   that is false unless some session runs: a relaxed load of the
+//!   runtime's `on` flag where the hook has the runtime at hand, else of
+//!   a process-wide count of sessions (`ANY_ON`). No clock is read and
+//!   nothing is written while tracing is off.
+//!
+//! Streaming merges the buffers in time order: each round, the writer
+//! thread reads the clock, steps back a lag (20 ms) to get the
+//! *watermark*, then takes what each buffer has published, writes the
+//! events older than the watermark in time order and keeps the rest for
+//! the next round. An event's timestamp is read by the thread that then
+//! appends it, so an event older than the watermark is missing from the
+//! round only if its thread was preempted for longer than the lag
+//! between the two; such a straggler is written at the time of the last
+//! event written (the packets never go back in time, and slices stay
+//! well nested).
+//!
+//! # The flight recorder
+//!
+//! Go 1.25's `FlightRecorder` keeps the last `MinAge` of the trace within
+//! `MaxBytes`. goro's does the same with the buffers above: a full buffer
+//! joins a list; the list drops its oldest buffers while they hold more
+//! than `max_bytes`, and drops a buffer whose last event is older than
+//! the window. Buffers of one P fill in order, so what is left of each
+//! source is an unbroken stretch that ends now: within the window no
+//! event is missing as long as the window's events fit in `max_bytes`
+//! (when they do not, the byte bound wins, as in Go). Memory is at most
+//! `max_bytes` plus one 64 KiB buffer per P and one for events without a
+//! P ([`FlightRecorder::buffered_bytes`]).
+//!
+//! # What Perfetto shows
+//!
+//! One process track with three groups: a track per P (slices "held by
+//! M3", and inside them one slice per poll, named after the task), a
+//! track per thread (spinning, parked, `block_in_place`, blocking-pool
+//! runs), and a track per task (`running on P1`, `parked: chan receive`).
+//! An arrow (a flow) goes from each wake-up, and from each spawn, to the
+//! poll it led to. Open the file at <https://ui.perfetto.dev>.
+
+mod buf;
+pub(crate) mod clock;
+mod perfetto;
+mod proto;
+mod session;
+
+pub(crate) use session::{flight_start, from_env, runtime_dropped, start_stream, stop_stream};
+pub use session::{FlightRecorder, DEFAULT_FLIGHT_BYTES};
+
+use crate::sched::machine::current_p;
+use crate::sched::task_meta::{Reason, TaskId, TaskMeta};
+use crate::sched::Sched;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+/// Sessions running in the process, over every runtime: the check made
+/// by hooks that do not have their runtime at hand.
+pub(crate) static ANY_ON: AtomicUsize = AtomicUsize::new(0);
+
+/// Event kinds (the first byte of an event's header word).
+pub(crate) mod kind {
+    pub(crate) const PROC_START: u8 = 1;
+    pub(crate) const PROC_STOP: u8 = 2;
+    pub(crate) const SPIN_START: u8 = 3;
+    pub(crate) const SPIN_STOP: u8 = 4;
+    pub(crate) const STEAL: u8 = 5;
+    pub(crate) const M_PARK: u8 = 6;
+    pub(crate) const M_UNPARK: u8 = 7;
+    pub(crate) const M_WAKE: u8 = 8;
+    pub(crate) const CREATE: u8 = 9;
+    pub(crate) const POLL_START: u8 = 10;
+    pub(crate) const POLL_END: u8 = 11;
+    pub(crate) const UNBLOCK: u8 = 12;
+    pub(crate) const DESTROY: u8 = 13;
+    pub(crate) const BIP_BEGIN: u8 = 14;
+    pub(crate) const BIP_END: u8 = 15;
+    pub(crate) const TIMERS: u8 = 16;
+    pub(crate) const NETPOLL: u8 = 17;
+    pub(crate) const POOL_CYCLE: u8 = 18;
+    pub(crate) const PREEMPT: u8 = 19;
+}
+
+/// How a poll ended, after the wait reasons' own codes (`Reason as u8`).
+pub(crate) const OUT_YIELD: u64 = 32;
+pub(crate) const OUT_PREEMPTED: u64 = 33;
+pub(crate) const OUT_FINISHED: u64 = 34;
+
+/// A runtime's tracing state (a field of `Sched`).
+pub(crate) struct Trace {
+    on: AtomicBool,
+    gen: AtomicU64,
+    buf: buf::Chunks,
+    /// Flight recorder bounds, read when a buffer fills: 0 bytes means a
+    /// streaming session.
+    flight_max_bytes: AtomicUsize,
+    flight_window_ticks: AtomicU64,
+    session: std::sync::Mutex<Option<session::Session>>,
+    /// Wakes the streaming writer early when buffers pile up.
+    kick: session::Kick,
+    /// The `GORO_TRACE` session's file, stopped when the runtime drops.
+    env: std::sync::Mutex<Option<session::EnvTrace>>,
+}
+
+impl Trace {
+    /// Ps with a buffer of their own: those the runtime started with.
+    pub(crate) fn procs(&self) -> usize {
+        self.buf.procs()
+    }
+
+    pub(crate) fn new(procs: usize) -> Trace {
+        Trace {
+            on: AtomicBool::new(false),
+            gen: AtomicU64::new(0),
+            buf: buf::Chunks::new(procs),
+            flight_max_bytes: AtomicUsize::new(0),
+            flight_window_ticks: AtomicU64::new(0),
+            session: std::sync::Mutex::new(None),
+            kick: session::Kick::default(),
+            env: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Whether a session runs: the one check every hook makes.
+    #[inline(always)]
+    pub(crate) fn on(&self) -> bool {
+        // Relaxed: a hook that misses the start (or the stop) by a moment
+        // records one event less (or more); nothing synchronizes on it.
+        self.on.load(Ordering::Relaxed)
+    }
+}
+
+impl buf::OnFull for Trace {
+    fn full(&self, lists: &mut buf::ChunkLists) {
+        let max = self.flight_max_bytes.load(Ordering::Relaxed);
+        if max == 0 {
+            if lists.full.len() >= 8 {
+                self.kick.kick();
+            }
+            return;
+        }
+        while lists.full_bytes > max {
+            lists.full.pop_front();
+            lists.full_bytes -= buf::CHUNK_BYTES;
+        }
+        let window = self.flight_window_ticks.load(Ordering::Relaxed);
+        let cut = clock::ticks().saturating_sub(window);
+        while lists
+            .full
+            .front()
+            .is_some_and(|c| c.last_ts.load(Ordering::Relaxed) < cut)
+        {
+            lists.full.pop_front();
+            lists.full_bytes -= buf::CHUNK_BYTES;
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's number in traces (0: not given one yet).
+    static TID: Cell<u32> = const { Cell::new(0) };
+    /// How the current poll is about to end, when it is not by parking:
+    /// set by `yield_now` and the coop budget.
+    static NOTE: Cell<u64> = const { Cell::new(0) };
+    /// The runtime of a blocking-pool thread (which has no `CTX`).
+    static BLOCKING: Cell<*const Sched> = const { Cell::new(std::ptr::null()) };
+}
+
+static NEXT_TID: AtomicU64 = AtomicU64::new(1);
+
+/// Thread names by trace thread number, for the M tracks.
+pub(crate) static THREAD_NAMES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn tid() -> u64 {
+    TID.try_with(|t| {
+        let v = t.get();
+        if v != 0 {
+            return u64::from(v);
+        }
+        let v = NEXT_TID.fetch_add(1, Ordering::Relaxed);
+        t.set(v as u32);
+        let name = std::thread::current()
+            .name()
+            .map_or_else(|| format!("thread {v}"), str::to_owned);
+        let mut names = THREAD_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        if names.len() <= v as usize {
+            names.resize(v as usize + 1, String::new());
+        }
+        names[v as usize] = name;
+        v
+    })
+    .unwrap_or(0)
+}
+
+/// Records one event of `sched` from the current thread: into the P it
+/// holds, else into the no-P buffer. `extra` follows the four words.
+#[inline(never)]
+fn emit(sched: &Sched, p: Option<usize>, k: u8, a: u64, b: u64, extra: &[u64]) {
+    let t = &sched.trace;
+    let gen = t.gen.load(Ordering::Relaxed);
+    let mut w = [0u64; 16];
+    let n = 4 + extra.len().min(12);
+    w[1] = u64::from(k) | ((n as u64 - 4) << 8) | (tid() << 16);
+    w[2] = a;
+    w[3] = b;
+    w[4..n].copy_from_slice(&extra[..n - 4]);
+    // A P added by `set_procs` after the runtime started has no buffer of
+    // its own (they are made for the starting procs): its events go to the
+    // no-P buffer, and show on its thread's track.
+    match p.filter(|&p| p < t.buf.procs()) {
+        Some(p) => {
+            w[0] = clock::ticks();
+            // SAFETY: `p` is the P this thread holds (`current_p`, or the
+            // caller's own P).
+            unsafe { t.buf.push_p(p, gen, &w[..n], t) }
+        }
+        None => t.buf.push_shared(gen, &mut w[..n], t),
+    }
+}
+
+/// An event of `sched` from the current thread, wherever it runs.
+#[inline]
+fn event(sched: &Sched, k: u8, a: u64, b: u64) {
+    emit(sched, current_p(sched), k, a, b, &[]);
+}
+
+/// The runtime the current thread works for (an M, a `block_on` caller,
+/// a blocking-pool thread) and the P it holds, if tracing is on in it.
+#[inline]
+fn traced_here<'a>() -> Option<(&'a Sched, Option<usize>)> {
+    // SAFETY: the reference is used only by the hook that asked, on this
+    // thread, before it returns to the scheduler.
+    let (s, p) = unsafe { crate::sched::machine::current() };
+    match s {
+        Some(s) => s
+            .trace
+            .on()
+            .then_some((s, (p != crate::sched::NO_P).then_some(p))),
+        None => {
+            let b = BLOCKING.try_with(|b| b.get()).unwrap_or(std::ptr::null());
+            // SAFETY: set by `blocking_thread` for the life of the thread's
+            // body, which holds an `Arc` of the runtime.
+            let s = unsafe { b.as_ref() }?;
+            s.trace.on().then_some((s, None))
+        }
+    }
+}
+
+// ---- hooks: each inlined to a flag check, the work out of line ----
+
+/// A task was created (`new_task_with`).
+#[inline]
+pub(crate) fn create(sched: &Sched, meta: &TaskMeta, blocking: bool) {
+    if sched.trace.on() {
+        create_slow(sched, meta, blocking);
+    }
+}
+
+#[cold]
+fn create_slow(sched: &Sched, meta: &TaskMeta, blocking: bool) {
+    let mut extra = [0u64; 12];
+    extra[0] = meta.location as *const _ as u64;
+    let name = meta.name.as_deref().unwrap_or("").as_bytes();
+    let name = &name[..name.len().min(80)];
+    for (i, ch) in name.chunks(8).enumerate() {
+        let mut w = [0u8; 8];
+        w[..ch.len()].copy_from_slice(ch);
+        extra[1 + i] = u64::from_le_bytes(w);
+    }
+    let flags = u64::from(blocking) | (name.len() as u64) << 1;
+    let words = 1 + name.len().div_ceil(8);
+    // The flags ride in the parent word's top byte (ids stay below 2^56).
+    let parent = meta.parent.map_or(0, |p| p.0) | flags << 56;
+    emit(
+        sched,
+        current_p(sched),
+        kind::CREATE,
+        meta.id.0,
+        parent,
+        &extra[..words],
+    );
+}
+
+/// A task's poll begins (`TaskFuture::poll`).
+#[inline]
+pub(crate) fn poll_start(id: TaskId) {
+    if ANY_ON.load(Ordering::Relaxed) != 0 {
+        poll_start_slow(id);
+    }
+}
+
+#[cold]
+fn poll_start_slow(id: TaskId) {
+    let _ = NOTE.try_with(|n| n.set(0));
+    if let Some((s, p)) = traced_here() {
+        emit(s, p, kind::POLL_START, id.0, 0, &[]);
+    }
+}
+
+/// A task's poll returned `Pending`, having said why (`blocked_on`).
+#[inline]
+pub(crate) fn poll_parked(id: TaskId, reason: Reason) {
+    if ANY_ON.load(Ordering::Relaxed) != 0 {
+        let note = NOTE.try_with(|n| n.replace(0)).unwrap_or(0);
+        let out = if note != 0 { note } else { reason as u64 };
+        poll_end_slow(id, out);
+    }
+}
+
+/// A task's poll returned its output (or panicked): it is done.
+#[inline]
+pub(crate) fn poll_finished(id: TaskId) {
+    if ANY_ON.load(Ordering::Relaxed) != 0 {
+        poll_end_slow(id, OUT_FINISHED);
+    }
+}
+
+#[cold]
+fn poll_end_slow(id: TaskId, out: u64) {
+    if let Some((s, p)) = traced_here() {
+        emit(s, p, kind::POLL_END, id.0, out, &[]);
+    }
+}
+
+/// `yield_now` is about to return `Pending`.
+#[inline]
+pub(crate) fn yielded() {
+    if ANY_ON.load(Ordering::Relaxed) != 0 {
+        let _ = NOTE.try_with(|n| n.set(OUT_YIELD));
+    }
+}
+
+/// The coop budget preempted the running task (`coop::exhausted`).
+#[inline]
+pub(crate) fn preempted() {
+    if ANY_ON.load(Ordering::Relaxed) != 0 {
+        let _ = NOTE.try_with(|n| n.set(OUT_PREEMPTED));
+        if let Some((s, p)) = traced_here() {
+            let id = crate::sched::task_meta::current_task().map_or(0, |t| t.0);
+            emit(s, p, kind::PREEMPT, id, 0, &[]);
+        }
+    }
+}
+
+/// A task's future is gone (finished, aborted, shut down).
+#[inline]
+pub(crate) fn destroy(meta: &TaskMeta) {
+    if ANY_ON.load(Ordering::Relaxed) != 0 {
+        if let Some((s, p)) = traced_here() {
+            emit(s, p, kind::DESTROY, meta.id.0, 0, &[]);
+        }
+    }
+}
+
+/// A parked or yielding task was woken (`Sched::schedule`), by the task
+/// polled on this thread if any.
+#[inline]
+pub(crate) fn unblock(sched: &Sched, meta: &TaskMeta) {
+    if sched.trace.on() {
+        let by = crate::sched::task_meta::current_task().map_or(0, |t| t.0);
+        event(sched, kind::UNBLOCK, meta.id.0, by);
+    }
+}
+
+/// The current M took P `p` (`acquirep`).
+#[inline]
+pub(crate) fn proc_start(sched: &Sched, p: usize) {
+    if sched.trace.on() {
+        emit(sched, Some(p), kind::PROC_START, p as u64, 0, &[]);
+    }
+}
+
+/// The current M is about to give its P back (`dropp`).
+#[inline]
+pub(crate) fn proc_stop(sched: &Sched) {
+    if sched.trace.on() {
+        if let Some(p) = current_p(sched) {
+            emit(sched, Some(p), kind::PROC_STOP, p as u64, 0, &[]);
+        }
+    }
+}
+
+/// The current M starts spinning (looking for work with a P).
+#[inline]
+pub(crate) fn spin_start(sched: &Sched) {
+    if sched.trace.on() {
+        event(sched, kind::SPIN_START, 0, 0);
+    }
+}
+
+/// The current M found work and stops spinning.
+#[inline]
+pub(crate) fn spin_stop(sched: &Sched) {
+    if sched.trace.on() {
+        event(sched, kind::SPIN_STOP, 0, 0);
+    }
+}
+
+/// The current P stole `n` tasks from P `victim`.
+#[inline]
+pub(crate) fn steal(sched: &Sched, victim: usize, n: usize) {
+    if sched.trace.on() {
+        event(sched, kind::STEAL, victim as u64, n as u64);
+    }
+}
+
+/// The current M parks on the idle list (`stopm`).
+#[inline]
+pub(crate) fn m_park(sched: &Sched) {
+    if sched.trace.on() {
+        event(sched, kind::M_PARK, 0, 0);
+    }
+}
+
+/// The current M's park returned.
+#[inline]
+pub(crate) fn m_unpark(sched: &Sched) {
+    if sched.trace.on() {
+        event(sched, kind::M_UNPARK, 0, 0);
+    }
+}
+
+/// The current thread wakes a parked M to run P `p` (`startm`).
+#[inline]
+pub(crate) fn m_wake(sched: &Sched, p: usize) {
+    if sched.trace.on() {
+        event(sched, kind::M_WAKE, p as u64, 0);
+    }
+}
+
+/// `block_in_place` is about to hand P `p` away.
+#[inline]
+pub(crate) fn block_in_place_begin(sched: &Sched, p: usize) {
+    if sched.trace.on() {
+        emit(sched, Some(p), kind::BIP_BEGIN, p as u64, 0, &[]);
+    }
+}
+
+/// `block_in_place`'s closure returned; `p` is the P taken back, if any.
+#[inline]
+pub(crate) fn block_in_place_end(sched: &Sched, p: Option<usize>) {
+    if sched.trace.on() {
+        emit(
+            sched,
+            p,
+            kind::BIP_END,
+            p.map_or(0, |p| p as u64 + 1),
+            0,
+            &[],
+        );
+    }
+}
+
+/// The current P ran `n` timers.
+#[inline]
+pub(crate) fn timers_fired(sched: &Sched, n: usize) {
+    if sched.trace.on() {
+        event(sched, kind::TIMERS, n as u64, 0);
+    }
+}
+
+/// A network poll readied `n` wakers.
+#[inline]
+pub(crate) fn netpoll(sched: &Sched, n: usize) {
+    if sched.trace.on() && n > 0 {
+        event(sched, kind::NETPOLL, n as u64, 0);
+    }
+}
+
+/// The monitor cycled the pools.
+#[inline]
+pub(crate) fn pool_cycle(sched: &Sched) {
+    if sched.trace.on() {
+        event(sched, kind::POOL_CYCLE, 0, 0);
+    }
+}
+
+/// Runs a blocking-pool thread's body with its runtime known to the
+/// trace's hooks (the thread has no `CTX`: it never holds a P).
+pub(crate) fn blocking_thread<R>(sched: &Sched, body: impl FnOnce() -> R) -> R {
+    let _ = BLOCKING.try_with(|b| b.set(sched));
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let _ = BLOCKING.try_with(|b| b.set(std::ptr::null()));
+        }
+    }
+    let _reset = Reset;
+    body()
+}
