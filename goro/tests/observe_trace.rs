@@ -291,3 +291,37 @@ fn dropping_the_runtime_stops_and_flushes_a_running_trace() {
         },
     );
 }
+
+/// A trace running while `set_procs` adds Ps the runtime did not start
+/// with: their events go to the no-P buffer, and nothing panics.
+#[test]
+fn tracing_across_a_grow_of_the_ps() {
+    let rt = goro::Runtime::builder().procs(1).build().unwrap();
+    rt.trace_start(std::io::sink()).unwrap();
+    assert_eq!(rt.set_procs(4).unwrap(), 1);
+    let sum = rt.block_on(async {
+        let hs: Vec<_> = (0..200u64)
+            .map(|i| {
+                goro::spawn(async move {
+                    goro::yield_now().await;
+                    i
+                })
+            })
+            .collect();
+        let mut sum = 0;
+        for h in hs {
+            sum += h.await.unwrap();
+        }
+        sum
+    });
+    assert_eq!(sum, 199 * 200 / 2);
+    rt.trace_stop().unwrap();
+    let f = rt.flight_recorder(std::time::Duration::from_secs(1)).unwrap();
+    assert_eq!(rt.set_procs(6).unwrap(), 4);
+    rt.block_on(async {
+        for _ in 0..100 {
+            goro::spawn(async {}).await.unwrap();
+        }
+    });
+    f.snapshot(std::io::sink()).unwrap();
+}
