@@ -1,6 +1,6 @@
 //! A TCP echo server on goro: one task per connection, Go's deadlines.
 //!
-//! Usage: `cargo run --release -p goro --example echo_server -- [--addr HOST:PORT] [--procs N]`
+//! Usage: `cargo run --release -p goro --example echo_server -- [--addr HOST:PORT] [--procs N] [--seconds S]`
 //! then e.g. `nc 127.0.0.1 8080`.
 //!
 //! Each read waits at most 5 s (the read deadline is set before it, as a Go
@@ -45,5 +45,5 @@ async fn echo(s: TcpStream) {
 fn main() {
     let flags = net_flags::parse(NAME, "echoes what each TCP client sends (goro)");
     let rt = net_flags::runtime(NAME, flags.procs);
-    rt.block_on(net_flags::serve(NAME, flags.addr, echo));
+    rt.block_on(net_flags::serve(NAME, flags.addr, flags.seconds, echo));
 }

@@ -1,7 +1,7 @@
 //! An HTTP/1.1 server on goro: hyper's `http1` connection, one goro task
 //! per connection, answering `Hello, World!` to every request.
 //!
-//! Usage: `cargo run --release -p goro --features hyper --example http_hello -- [--addr HOST:PORT] [--procs N]`
+//! Usage: `cargo run --release -p goro --features hyper --example http_hello -- [--addr HOST:PORT] [--procs N] [--seconds S]`
 //! then `curl -i http://127.0.0.1:8080/`.
 //!
 //! What a Go `http.Server` with `ReadTimeout` and `WriteTimeout` of 5 s
@@ -72,5 +72,5 @@ fn main() {
         "answers `Hello, World!` over HTTP/1.1 (hyper on goro)",
     );
     let rt = net_flags::runtime(NAME, flags.procs);
-    rt.block_on(net_flags::serve(NAME, flags.addr, serve_conn));
+    rt.block_on(net_flags::serve(NAME, flags.addr, flags.seconds, serve_conn));
 }
