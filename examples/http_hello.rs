@@ -72,5 +72,10 @@ fn main() {
         "answers `Hello, World!` over HTTP/1.1 (hyper on goro)",
     );
     let rt = net_flags::runtime(NAME, flags.procs);
-    rt.block_on(net_flags::serve(NAME, flags.addr, flags.seconds, serve_conn));
+    rt.block_on(net_flags::serve(
+        NAME,
+        flags.addr,
+        flags.seconds,
+        serve_conn,
+    ));
 }

@@ -92,7 +92,9 @@ fn parse_from(mut args: impl Iterator<Item = String>) -> Result<Option<Flags>, S
 fn parse_seconds(v: &str) -> Result<std::time::Duration, String> {
     match v.parse::<u64>() {
         Ok(n) if n > 0 => Ok(std::time::Duration::from_secs(n)),
-        _ => Err(format!("--seconds {v:?}: expected a whole number of seconds, 1 or more")),
+        _ => Err(format!(
+            "--seconds {v:?}: expected a whole number of seconds, 1 or more"
+        )),
     }
 }
 
@@ -148,8 +150,9 @@ pub async fn serve<F>(
     println!("listening on {}", l.local_addr().expect("local address"));
     let stop_at = seconds.map(|d| std::time::Instant::now() + d);
     loop {
-        let accept = l
-            .accept_with_backoff(|e, delay| eprintln!("{name}: accept: {e}; retrying in {delay:?}"));
+        let accept = l.accept_with_backoff(|e, delay| {
+            eprintln!("{name}: accept: {e}; retrying in {delay:?}")
+        });
         let accepted = match stop_at {
             None => accept.await,
             Some(t) => {

@@ -12,10 +12,15 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let out = args.next().expect("usage: trace_flight OUT.pftrace [WINDOW_MS]");
+    let out = args
+        .next()
+        .expect("usage: trace_flight OUT.pftrace [WINDOW_MS]");
     let window_ms: u64 = args
         .next()
-        .map(|s| s.parse().expect("WINDOW_MS: a whole number of milliseconds"))
+        .map(|s| {
+            s.parse()
+                .expect("WINDOW_MS: a whole number of milliseconds")
+        })
         .unwrap_or(50);
     let rt = goro::Runtime::builder().procs(2).build().expect("runtime");
     let fr = rt
@@ -77,7 +82,8 @@ fn main() {
     let before = hops.load(Ordering::Relaxed);
     let file = std::fs::File::create(&out).expect("create the snapshot file");
     let t = Instant::now();
-    fr.snapshot(std::io::BufWriter::new(file)).expect("snapshot");
+    fr.snapshot(std::io::BufWriter::new(file))
+        .expect("snapshot");
     let took = t.elapsed();
     let after = hops.load(Ordering::Relaxed);
     stop.store(true, Ordering::Relaxed);

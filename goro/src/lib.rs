@@ -504,13 +504,13 @@ pub mod time;
 pub mod trace;
 
 pub use goro_macros::{main, test};
-pub use runtime::policy::{Policy, PolicyError, Preempt, RunnextWake, SpinPolicy, TimerPlacement};
 pub use runtime::deadlock::Deadlock;
 pub use runtime::dump::{Dump, TaskInfo};
+pub use runtime::policy::{Policy, PolicyError, Preempt, RunnextWake, SpinPolicy, TimerPlacement};
 pub use runtime::{spawn, spawn_named, yield_now, Builder, Runtime};
-pub use sched::task_meta::{Reason as WaitReason, State as TaskState, TaskId};
 pub use sched::blocking::{block_in_place, spawn_blocking};
 pub use sched::task::{JoinError, JoinHandle};
+pub use sched::task_meta::{Reason as WaitReason, State as TaskState, TaskId};
 pub use stats::Stats;
 
 /// The README's Rust examples, compiled and run as doc tests so that the

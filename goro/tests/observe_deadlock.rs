@@ -78,10 +78,16 @@ fn the_report_carries_the_dump() {
         .downcast_ref::<String>()
         .cloned()
         .expect("the failure carries the report as a String");
-    assert!(msg.starts_with("goro: likely deadlock: the block_on caller (join)"), "{msg}");
+    assert!(
+        msg.starts_with("goro: likely deadlock: the block_on caller (join)"),
+        "{msg}"
+    );
     assert!(msg.contains("parked on chan send"), "{msg}");
     assert!(msg.contains("named \"stuck-sender\""), "{msg}");
-    assert!(msg.contains("observe_deadlock.rs"), "the spawn site is shown:\n{msg}");
+    assert!(
+        msg.contains("observe_deadlock.rs"),
+        "the spawn site is shown:\n{msg}"
+    );
 }
 
 #[test]

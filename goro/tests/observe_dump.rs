@@ -19,7 +19,10 @@ fn wait_for_dump(
         if ok(&d) {
             return d;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}; last dump:\n{d}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; last dump:\n{d}"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -68,11 +71,19 @@ fn a_task_stuck_in_a_ten_second_loop_shows_as_running_for_ten_seconds() {
     );
     let by_id = |id| d.tasks().iter().find(|t| t.id == id).expect("task listed");
     assert!(
-        matches!(by_id(sleeper_id).state, TaskState::Parked(WaitReason::Sleep, _)),
+        matches!(
+            by_id(sleeper_id).state,
+            TaskState::Parked(WaitReason::Sleep, _)
+        ),
         "{text}"
     );
-    let dl = by_id(sleeper_id).deadline_in.expect("a sleep has a deadline");
-    assert!(dl > Duration::from_secs(15) && dl <= Duration::from_secs(30), "{dl:?}");
+    let dl = by_id(sleeper_id)
+        .deadline_in
+        .expect("a sleep has a deadline");
+    assert!(
+        dl > Duration::from_secs(15) && dl <= Duration::from_secs(30),
+        "{dl:?}"
+    );
     assert_eq!(
         by_id(joiner_id).state,
         TaskState::Parked(WaitReason::Join, sleeper_id.as_u64())
@@ -88,7 +99,10 @@ fn a_task_stuck_in_a_ten_second_loop_shows_as_running_for_ten_seconds() {
         text.contains("100 tasks parked on chan receive"),
         "the receivers are grouped:\n{text}"
     );
-    assert!(text.contains("observe_dump.rs"), "spawn sites are shown:\n{text}");
+    assert!(
+        text.contains("observe_dump.rs"),
+        "spawn sites are shown:\n{text}"
+    );
     assert_eq!(d.tasks().len(), 103, "every task is listed:\n{text}");
 
     stop.store(true, Ordering::Relaxed);
@@ -120,7 +134,11 @@ fn parents_names_and_finished_tasks() {
         (rx.recv().await.unwrap(), parent_id)
     });
     let d = rt.dump();
-    let child = d.tasks().iter().find(|t| t.id == child_id).expect("child listed");
+    let child = d
+        .tasks()
+        .iter()
+        .find(|t| t.id == child_id)
+        .expect("child listed");
     assert_eq!(child.parent, Some(parent_id));
     assert_eq!(child.state, TaskState::Parked(WaitReason::ChanRecv, 0));
     assert!(

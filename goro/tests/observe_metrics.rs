@@ -56,7 +56,9 @@ fn long_polls_wakes_and_queue_depths_show_up() {
 
 #[cfg(feature = "metrics")]
 mod facade {
-    use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+    use metrics::{
+        Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+    };
     use std::collections::BTreeMap;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::{Arc, Mutex};
@@ -68,7 +70,10 @@ mod facade {
 
     impl Keep {
         fn cell(&self, key: &Key) -> Arc<AtomicU64> {
-            let labels: Vec<String> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+            let labels: Vec<String> = key
+                .labels()
+                .map(|l| format!("{}={}", l.key(), l.value()))
+                .collect();
             let name = format!("{}{{{}}}", key.name(), labels.join(","));
             self.0.lock().unwrap().entry(name).or_default().clone()
         }
@@ -100,12 +105,19 @@ mod facade {
     fn the_monitor_publishes_through_the_facade() {
         let keep = Keep::default();
         metrics::set_global_recorder(keep.clone()).unwrap();
-        let rt = goro::Runtime::builder().procs(2).thread_name("exported").build().unwrap();
+        let rt = goro::Runtime::builder()
+            .procs(2)
+            .thread_name("exported")
+            .build()
+            .unwrap();
         // Busy for a little over a second: the monitor publishes once a
         // second while a P is busy.
         let deadline = Instant::now() + Duration::from_secs(20);
         rt.block_on(async {
-            while keep.get("goro_tasks_spawned_total{runtime=exported}").is_empty() {
+            while keep
+                .get("goro_tasks_spawned_total{runtime=exported}")
+                .is_empty()
+            {
                 assert!(Instant::now() < deadline, "nothing published within 20 s");
                 goro::spawn(async {
                     let t = Instant::now();
@@ -121,7 +133,10 @@ mod facade {
         assert!(spawned[0].0.contains("runtime=exported"), "{spawned:?}");
         assert!(spawned[0].1 > 0);
         let buckets = keep.get("goro_poll_duration_seconds_bucket");
-        assert!(buckets.iter().any(|(k, _)| k.contains("le=+Inf")), "{buckets:?}");
+        assert!(
+            buckets.iter().any(|(k, _)| k.contains("le=+Inf")),
+            "{buckets:?}"
+        );
         assert!(!keep.get("goro_procs").is_empty());
     }
 }

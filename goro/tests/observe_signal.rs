@@ -14,7 +14,11 @@ fn sigusr1_prints_the_dump_and_the_program_goes_on() {
         return child();
     }
     let mut c = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "sigusr1_prints_the_dump_and_the_program_goes_on", "--nocapture"])
+        .args([
+            "--exact",
+            "sigusr1_prints_the_dump_and_the_program_goes_on",
+            "--nocapture",
+        ])
         .env(CHILD, "1")
         .env("GORO_DUMP_SIGNAL", "SIGUSR1")
         .stdin(Stdio::piped())
@@ -25,8 +29,16 @@ fn sigusr1_prints_the_dump_and_the_program_goes_on() {
     let (tx, rx) = mpsc::channel();
     let (out, err) = (c.stdout.take().unwrap(), c.stderr.take().unwrap());
     let tx2 = tx.clone();
-    std::thread::spawn(move || BufReader::new(out).lines().for_each(|l| drop(tx.send(l.unwrap()))));
-    std::thread::spawn(move || BufReader::new(err).lines().for_each(|l| drop(tx2.send(l.unwrap()))));
+    std::thread::spawn(move || {
+        BufReader::new(out)
+            .lines()
+            .for_each(|l| drop(tx.send(l.unwrap())))
+    });
+    std::thread::spawn(move || {
+        BufReader::new(err)
+            .lines()
+            .for_each(|l| drop(tx2.send(l.unwrap())))
+    });
     let mut seen = Vec::new();
     let mut wait_for = |needle: &str| loop {
         match rx.recv_timeout(Duration::from_secs(20)) {
@@ -37,7 +49,10 @@ fn sigusr1_prints_the_dump_and_the_program_goes_on() {
                     return;
                 }
             }
-            Err(_) => panic!("no line with {needle:?} within 20 s; child said:\n{}", seen.join("\n")),
+            Err(_) => panic!(
+                "no line with {needle:?} within 20 s; child said:\n{}",
+                seen.join("\n")
+            ),
         }
     };
     wait_for("child ready");
@@ -48,7 +63,10 @@ fn sigusr1_prints_the_dump_and_the_program_goes_on() {
     writeln!(c.stdin.take().unwrap(), "go on").unwrap();
     wait_for("child still running");
     let status = c.wait().unwrap();
-    assert!(status.success(), "the child failed after the dump: {status}");
+    assert!(
+        status.success(),
+        "the child failed after the dump: {status}"
+    );
 }
 
 fn child() {
@@ -64,7 +82,11 @@ fn child() {
     // parked in the dump the signal prints).
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while rt.dump().counts().2 < 50 {
-        assert!(std::time::Instant::now() < deadline, "workers did not park:\n{}", rt.dump());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "workers did not park:\n{}",
+            rt.dump()
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     println!("child ready");
@@ -90,7 +112,11 @@ fn goro_deadlock_report_prints_and_the_program_goes_on() {
         return report_child();
     }
     let mut c = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "goro_deadlock_report_prints_and_the_program_goes_on", "--nocapture"])
+        .args([
+            "--exact",
+            "goro_deadlock_report_prints_and_the_program_goes_on",
+            "--nocapture",
+        ])
         .env(REPORT_CHILD, "1")
         .env("GORO_DEADLOCK", "report")
         .stdin(Stdio::piped())
@@ -101,8 +127,16 @@ fn goro_deadlock_report_prints_and_the_program_goes_on() {
     let (tx, rx) = mpsc::channel();
     let (out, err) = (c.stdout.take().unwrap(), c.stderr.take().unwrap());
     let tx2 = tx.clone();
-    std::thread::spawn(move || BufReader::new(out).lines().for_each(|l| drop(tx.send(l.unwrap()))));
-    std::thread::spawn(move || BufReader::new(err).lines().for_each(|l| drop(tx2.send(l.unwrap()))));
+    std::thread::spawn(move || {
+        BufReader::new(out)
+            .lines()
+            .for_each(|l| drop(tx.send(l.unwrap())))
+    });
+    std::thread::spawn(move || {
+        BufReader::new(err)
+            .lines()
+            .for_each(|l| drop(tx2.send(l.unwrap())))
+    });
     let mut seen = Vec::new();
     let mut wait_for = |needle: &str| loop {
         match rx.recv_timeout(Duration::from_secs(20)) {
@@ -113,7 +147,10 @@ fn goro_deadlock_report_prints_and_the_program_goes_on() {
                     return;
                 }
             }
-            Err(_) => panic!("no line with {needle:?} within 20 s; child said:\n{}", seen.join("\n")),
+            Err(_) => panic!(
+                "no line with {needle:?} within 20 s; child said:\n{}",
+                seen.join("\n")
+            ),
         }
     };
     wait_for("goro: likely deadlock: the block_on caller (chan receive)");
@@ -122,7 +159,10 @@ fn goro_deadlock_report_prints_and_the_program_goes_on() {
     writeln!(c.stdin.take().unwrap(), "go on").unwrap();
     wait_for("child still running");
     let status = c.wait().unwrap();
-    assert!(status.success(), "the child failed after the report: {status}");
+    assert!(
+        status.success(),
+        "the child failed after the report: {status}"
+    );
 }
 
 fn report_child() {

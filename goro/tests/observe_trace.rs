@@ -316,7 +316,9 @@ fn tracing_across_a_grow_of_the_ps() {
     });
     assert_eq!(sum, 199 * 200 / 2);
     rt.trace_stop().unwrap();
-    let f = rt.flight_recorder(std::time::Duration::from_secs(1)).unwrap();
+    let f = rt
+        .flight_recorder(std::time::Duration::from_secs(1))
+        .unwrap();
     assert_eq!(rt.set_procs(6).unwrap(), 4);
     rt.block_on(async {
         for _ in 0..100 {

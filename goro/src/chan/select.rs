@@ -478,7 +478,11 @@ impl<const N: usize> Future for Select<'_, N> {
                     Some(won) => won,
                     None if WakerId::of(cx.waker()) == this.waker => {
                         // A select of no case (`select! {}`) waits forever.
-                        let reason = if N == 0 { Reason::Forever } else { Reason::Select };
+                        let reason = if N == 0 {
+                            Reason::Forever
+                        } else {
+                            Reason::Select
+                        };
                         blocked_on(reason, 0);
                         return Poll::Pending;
                     }

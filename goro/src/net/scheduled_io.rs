@@ -50,9 +50,9 @@
 //!   states the model has to check. The lock is per socket, so it is only
 //!   ever contended by a reader, a writer and the poller.
 
-use crate::sched::task_meta::{blocked_on, Reason};
 use crate::loom::Unpoison;
 use crate::loom::{Mutex, MutexGuard};
+use crate::sched::task_meta::{blocked_on, Reason};
 use crate::time::clock;
 use crate::time::timer::TimerInner;
 use std::io;

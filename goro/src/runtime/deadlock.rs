@@ -97,8 +97,10 @@ impl Detector {
     pub(crate) fn configure(&self, mode: Deadlock, grace: Duration) {
         // Relaxed: set before the monitor thread starts (its spawn orders it).
         self.mode.store(mode as u8, Ordering::Relaxed);
-        self.grace_ns
-            .store(grace.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+        self.grace_ns.store(
+            grace.as_nanos().min(u64::MAX as u128) as u64,
+            Ordering::Relaxed,
+        );
     }
 
     fn mode(&self) -> Deadlock {
@@ -167,7 +169,8 @@ pub(crate) fn check(sched: &Sched, idle_for: Duration) {
 /// The one-line verdict, or `None` when something could still wake a task.
 fn likely_deadlock(sched: &Sched, idle_for: Duration) -> Option<String> {
     // Everything is idle (re-checked: the monitor read it before sleeping).
-    if sched.idle.npidle() != sched.procs() || !sched.global.is_empty() || sched.resize.held() != 0 {
+    if sched.idle.npidle() != sched.procs() || !sched.global.is_empty() || sched.resize.held() != 0
+    {
         return None;
     }
     let (polling, parked) = sched.block_on_callers();

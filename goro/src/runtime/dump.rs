@@ -195,8 +195,16 @@ impl fmt::Display for Dump {
             (a.rank, std::cmp::Reverse(ta.len()), a).cmp(&(b.rank, std::cmp::Reverse(tb.len()), b))
         });
         for (key, tasks) in entries {
-            let lo = tasks.iter().map(|t| t.in_state_for).min().unwrap_or_default();
-            let hi = tasks.iter().map(|t| t.in_state_for).max().unwrap_or_default();
+            let lo = tasks
+                .iter()
+                .map(|t| t.in_state_for)
+                .min()
+                .unwrap_or_default();
+            let hi = tasks
+                .iter()
+                .map(|t| t.in_state_for)
+                .max()
+                .unwrap_or_default();
             let dur = if human(lo) == human(hi) {
                 format!("for {}", human(hi))
             } else {

@@ -56,7 +56,9 @@ impl Hist {
 
     #[inline]
     pub(crate) fn record(&self, v: u64) {
-        let k = (64 - v.leading_zeros() as usize).saturating_sub(1).min(BUCKETS - 1);
+        let k = (64 - v.leading_zeros() as usize)
+            .saturating_sub(1)
+            .min(BUCKETS - 1);
         // Relaxed: a statistic; several writers (a P's owner, the monitor, a
         // thread that lost the P inside its poll) may add at once.
         self.counts[k].fetch_add(1, Ordering::Relaxed);
@@ -156,7 +158,10 @@ fn bucket_high(k: usize) -> u64 {
 impl fmt::Debug for Histogram {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map()
-            .entries(self.buckets().map(|(lo, hi, c)| (format!("[{lo}, {hi})"), c)))
+            .entries(
+                self.buckets()
+                    .map(|(lo, hi, c)| (format!("[{lo}, {hi})"), c)),
+            )
             .finish()
     }
 }
@@ -308,7 +313,13 @@ mod tests {
         let b: Vec<_> = s.buckets().collect();
         assert_eq!(
             b,
-            vec![(0, 2, 2), (2, 4, 2), (512, 1024, 2), (1024, 2048, 1), (1 << 40, u64::MAX, 1)]
+            vec![
+                (0, 2, 2),
+                (2, 4, 2),
+                (512, 1024, 2),
+                (1024, 2048, 1),
+                (1 << 40, u64::MAX, 1)
+            ]
         );
         assert_eq!(s.quantile(0.5), 4);
         assert_eq!(s.quantile(0.75), 1024);

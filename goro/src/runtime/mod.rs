@@ -29,9 +29,9 @@ mod trace_api;
 use crate::loom::Unpoison;
 use crate::sched::machine::{current_sched, on_worker_thread, EnterGuard};
 use crate::sched::task::{new_task, JoinHandle, Spawn};
+use crate::sched::task_meta::{PollScope, TaskId};
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared, Stats};
-use crate::sched::task_meta::{PollScope, TaskId};
 use deadlock::Deadlock;
 use dump::Dump;
 use policy::{Policy, SpinPolicy};
@@ -230,7 +230,9 @@ impl Builder {
                 ))
             }
         };
-        let grace = self.deadlock_grace.unwrap_or(deadlock::DEFAULT_DEADLOCK_GRACE);
+        let grace = self
+            .deadlock_grace
+            .unwrap_or(deadlock::DEFAULT_DEADLOCK_GRACE);
         if grace < Duration::from_millis(10) {
             return Err(invalid(format!(
                 "goro: deadlock_grace({grace:?}) is out of range: accepted 10ms or more"

@@ -114,7 +114,12 @@ fn dump_all() {
     let Some((_, list)) = STATE.get() else {
         return;
     };
-    let live: Vec<Arc<Sched>> = list.lock().unpoison().iter().filter_map(Weak::upgrade).collect();
+    let live: Vec<Arc<Sched>> = list
+        .lock()
+        .unpoison()
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect();
     for (i, s) in live.iter().enumerate() {
         eprintln!(
             "goro: task dump of runtime {} of {} (thread prefix {:?})\n{}",

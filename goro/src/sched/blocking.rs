@@ -16,8 +16,8 @@
 use crate::loom::Ordering;
 use crate::loom::Unpoison;
 use crate::sched::machine::{current_p, current_sched, CTX};
-use crate::sched::task_meta::State;
 use crate::sched::task::{new_task_with, JoinHandle, Runnable, Spawn};
+use crate::sched::task_meta::State;
 use crate::sched::{Sched, NO_P};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
@@ -110,9 +110,10 @@ where
         // Queued in the blocking pool, not on a P.
         p: None,
     };
-    let (runnable, handle) = new_task_with(sched, async move { f() }, spawn, move |r: Runnable, _| {
-        s.blocking.push(&s, r)
-    });
+    let (runnable, handle) =
+        new_task_with(sched, async move { f() }, spawn, move |r: Runnable, _| {
+            s.blocking.push(&s, r)
+        });
     crate::trace::create(sched, runnable.metadata(), true);
     runnable.schedule();
     handle

@@ -310,18 +310,22 @@ fn loom_handoff_preempted_task_requeued_while_its_waker_fires() {
         // against each store of it.
         let phase = Arc::new(LoomUsize::new(0));
         let (pl, dn, ph) = (polls.clone(), done.clone(), phase.clone());
-        let (runnable, handle) = crate::sched::task::new_task(&sched, async move {
-            pl.fetch_add(1, Ordering::SeqCst);
-            // The task's work before its safe point: the outside wake may
-            // land here, while the task runs.
-            ph.store(1, LoomOrdering::SeqCst);
-            crate::sched::coop::consume_budget().await;
-            dn.fetch_add(1, Ordering::SeqCst);
-        }, crate::sched::task::Spawn {
-            location: std::panic::Location::caller(),
-            name: None,
-            p: None,
-        });
+        let (runnable, handle) = crate::sched::task::new_task(
+            &sched,
+            async move {
+                pl.fetch_add(1, Ordering::SeqCst);
+                // The task's work before its safe point: the outside wake may
+                // land here, while the task runs.
+                ph.store(1, LoomOrdering::SeqCst);
+                crate::sched::coop::consume_budget().await;
+                dn.fetch_add(1, Ordering::SeqCst);
+            },
+            crate::sched::task::Spawn {
+                location: std::panic::Location::caller(),
+                name: None,
+                p: None,
+            },
+        );
         drop(handle); // detached
         let waker = runnable.waker();
         let ph = phase.clone();

@@ -69,13 +69,13 @@ use crossbeam_utils::CachePadded;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
+use crate::time::clock::coarse;
 use global::GlobalQueue;
 use idle::Idle;
 use machine::WakeTarget;
 use park::Handoff;
 use processor::Processor;
 use runq::Put;
-use crate::time::clock::coarse;
 use task::{Registry, Runnable};
 use task_meta::State;
 

@@ -128,12 +128,16 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             checked = false;
         }
         let deadlock_due = match (idle, sched.deadlock.grace(), checked) {
-            (true, Some(grace), false) => {
-                Some(instant_after(*idle_since.get_or_insert_with(Instant::now), grace))
-            }
+            (true, Some(grace), false) => Some(instant_after(
+                *idle_since.get_or_insert_with(Instant::now),
+                grace,
+            )),
             _ => None,
         };
-        let wake_at = [trace_due, pool_due, deadlock_due].into_iter().flatten().min();
+        let wake_at = [trace_due, pool_due, deadlock_due]
+            .into_iter()
+            .flatten()
+            .min();
         if idle {
             // Everything is idle: sleep until a P is taken (or the trace or
             // a pool cycle is due).

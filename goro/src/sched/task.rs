@@ -89,7 +89,12 @@ where
     S: Fn(Runnable, async_task::ScheduleInfo) + Send + Sync + 'static,
 {
     let table: *const TaskTable = &sched.tasks;
-    let meta = TaskMeta::new(spawn.location, spawn.name, spawn.p, crate::time::clock::coarse());
+    let meta = TaskMeta::new(
+        spawn.location,
+        spawn.name,
+        spawn.p,
+        crate::time::clock::coarse(),
+    );
     let (runnable, task) = async_task::Builder::new().metadata(meta).spawn(
         |meta: &TaskMeta| TaskFuture {
             future: ManuallyDrop::new(future),
@@ -523,7 +528,8 @@ pub(crate) mod test_support {
     pub(crate) fn runnable(id: usize, log: &Log) -> Runnable {
         let ran = log.ran.clone();
         let guard = CountDrop(log.dropped.clone());
-        let meta = crate::sched::task_meta::TaskMeta::new(std::panic::Location::caller(), None, None, 1);
+        let meta =
+            crate::sched::task_meta::TaskMeta::new(std::panic::Location::caller(), None, None, 1);
         let (r, t) = async_task::Builder::new().metadata(meta).spawn(
             move |_| async move {
                 let _g = guard;

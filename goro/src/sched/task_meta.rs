@@ -107,7 +107,10 @@ impl Reason {
     ];
 
     pub(crate) fn from_u8(v: u8) -> Reason {
-        Reason::ALL.get(v as usize).copied().unwrap_or(Reason::Other)
+        Reason::ALL
+            .get(v as usize)
+            .copied()
+            .unwrap_or(Reason::Other)
     }
 
     /// Go's wait-reason wording.

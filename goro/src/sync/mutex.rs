@@ -73,8 +73,8 @@
 //!
 //! [`SpinPolicy`]: crate::SpinPolicy
 
-use crate::sched::task_meta::{blocked_on, Reason};
 use crate::loom::Unpoison;
+use crate::sched::task_meta::{blocked_on, Reason};
 use std::fmt;
 use std::future::Future;
 use std::mem::ManuallyDrop;

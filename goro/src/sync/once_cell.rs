@@ -23,8 +23,8 @@
 //! so that cancellation cannot abandon it. It would need a runtime, `Send +
 //! 'static` initializers, and would keep running work nobody waits for.
 
-use crate::sched::task_meta::{blocked_on, Reason};
 use crate::loom::Unpoison;
+use crate::sched::task_meta::{blocked_on, Reason};
 use std::fmt;
 use std::future::Future;
 use std::mem::MaybeUninit;

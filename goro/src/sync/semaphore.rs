@@ -35,8 +35,8 @@
 //! `sync.Mutex` barging). For a semaphore, small requests would starve a
 //! large one forever; FIFO is what `Weighted` and tokio promise.
 
-use crate::sched::task_meta::{blocked_on, Reason};
 use crate::loom::Unpoison;
+use crate::sched::task_meta::{blocked_on, Reason};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

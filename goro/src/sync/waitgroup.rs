@@ -22,8 +22,8 @@
 //! cancelled waiter simply leave. Go's "WaitGroup is reused before previous
 //! Wait has returned" panic has no reason to exist here for the same reason.
 
-use crate::sched::task_meta::{blocked_on, Reason};
 use crate::loom::Unpoison;
+use crate::sched::task_meta::{blocked_on, Reason};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

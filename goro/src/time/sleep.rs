@@ -5,9 +5,9 @@
 //! zombie and swept later (see `timer.rs`). A deadline already passed is
 //! ready at once without touching any heap.
 
-use crate::sched::task_meta::{blocked_on, Reason};
 use super::timer::{Action, Callback, TimerInner, NEVER};
 use super::{clock, with_runtime};
+use crate::sched::task_meta::{blocked_on, Reason};
 use crate::sched::timers::arm_timer;
 use std::fmt;
 use std::future::Future;

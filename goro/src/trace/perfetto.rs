@@ -207,12 +207,8 @@ impl Converter {
             next_flow: 1,
             last_ts: 0,
             out: Buf::default(),
-            running_on: (0..ps)
-                .map(|p| format!("running on P{p}").into())
-                .collect(),
-            steal_from: (0..ps)
-                .map(|p| format!("steal from P{p}").into())
-                .collect(),
+            running_on: (0..ps).map(|p| format!("running on P{p}").into()).collect(),
+            steal_from: (0..ps).map(|p| format!("steal from P{p}").into()).collect(),
             outcomes: (0..=OUT_FINISHED)
                 .map(|code| match code {
                     OUT_YIELD => "yield".into(),
