@@ -8,65 +8,86 @@ use std::time::Duration;
 
 const CHILD: &str = "GORO_TEST_SIGNAL_CHILD";
 
+/// This test binary re-run as a child that runs only `test` (with `env`),
+/// and the lines of its stdout and stderr as they come.
+struct Child {
+    process: std::process::Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Child {
+    fn spawn(test: &str, env: &[(&str, &str)]) -> Child {
+        let mut process = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", test, "--nocapture"])
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, lines) = mpsc::channel();
+        let out = BufReader::new(process.stdout.take().unwrap());
+        let err = BufReader::new(process.stderr.take().unwrap());
+        let tx2 = tx.clone();
+        std::thread::spawn(move || out.lines().for_each(|l| drop(tx.send(l.unwrap()))));
+        std::thread::spawn(move || err.lines().for_each(|l| drop(tx2.send(l.unwrap()))));
+        Child {
+            process,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (20 s at most) for a line containing `needle`.
+    fn wait_for(&mut self, needle: &str) {
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(20)) {
+                Ok(l) => {
+                    let hit = l.contains(needle);
+                    self.seen.push(l);
+                    if hit {
+                        return;
+                    }
+                }
+                Err(_) => panic!(
+                    "no line with {needle:?} within 20 s; child said:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Tells the child to go on (a line on its stdin), then expects it to
+    /// say "child still running" and exit 0.
+    fn go_on_and_finish(mut self, after: &str) {
+        use std::io::Write;
+        writeln!(self.process.stdin.take().unwrap(), "go on").unwrap();
+        self.wait_for("child still running");
+        let status = self.process.wait().unwrap();
+        assert!(
+            status.success(),
+            "the child failed after the {after}: {status}"
+        );
+    }
+}
+
 #[test]
 fn sigusr1_prints_the_dump_and_the_program_goes_on() {
     if std::env::var_os(CHILD).is_some() {
         return child();
     }
-    let mut c = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "sigusr1_prints_the_dump_and_the_program_goes_on",
-            "--nocapture",
-        ])
-        .env(CHILD, "1")
-        .env("GORO_DUMP_SIGNAL", "SIGUSR1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let (out, err) = (c.stdout.take().unwrap(), c.stderr.take().unwrap());
-    let tx2 = tx.clone();
-    std::thread::spawn(move || {
-        BufReader::new(out)
-            .lines()
-            .for_each(|l| drop(tx.send(l.unwrap())))
-    });
-    std::thread::spawn(move || {
-        BufReader::new(err)
-            .lines()
-            .for_each(|l| drop(tx2.send(l.unwrap())))
-    });
-    let mut seen = Vec::new();
-    let mut wait_for = |needle: &str| loop {
-        match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(l) => {
-                let hit = l.contains(needle);
-                seen.push(l);
-                if hit {
-                    return;
-                }
-            }
-            Err(_) => panic!(
-                "no line with {needle:?} within 20 s; child said:\n{}",
-                seen.join("\n")
-            ),
-        }
-    };
-    wait_for("child ready");
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(c.id() as i32, libc::SIGUSR1) }, 0);
-    wait_for("50 tasks parked on chan receive");
-    use std::io::Write;
-    writeln!(c.stdin.take().unwrap(), "go on").unwrap();
-    wait_for("child still running");
-    let status = c.wait().unwrap();
-    assert!(
-        status.success(),
-        "the child failed after the dump: {status}"
+    let mut c = Child::spawn(
+        "sigusr1_prints_the_dump_and_the_program_goes_on",
+        &[(CHILD, "1"), ("GORO_DUMP_SIGNAL", "SIGUSR1")],
     );
+    c.wait_for("child ready");
+    let pid = c.process.id() as i32;
+    // SAFETY: kill(2) on our own child's pid.
+    let sent = unsafe { libc::kill(pid, libc::SIGUSR1) };
+    assert_eq!(sent, 0, "kill(SIGUSR1) on the child failed");
+    c.wait_for("50 tasks parked on chan receive");
+    c.go_on_and_finish("dump");
 }
 
 fn child() {
@@ -111,58 +132,13 @@ fn goro_deadlock_report_prints_and_the_program_goes_on() {
     if std::env::var_os(REPORT_CHILD).is_some() {
         return report_child();
     }
-    let mut c = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "goro_deadlock_report_prints_and_the_program_goes_on",
-            "--nocapture",
-        ])
-        .env(REPORT_CHILD, "1")
-        .env("GORO_DEADLOCK", "report")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let (out, err) = (c.stdout.take().unwrap(), c.stderr.take().unwrap());
-    let tx2 = tx.clone();
-    std::thread::spawn(move || {
-        BufReader::new(out)
-            .lines()
-            .for_each(|l| drop(tx.send(l.unwrap())))
-    });
-    std::thread::spawn(move || {
-        BufReader::new(err)
-            .lines()
-            .for_each(|l| drop(tx2.send(l.unwrap())))
-    });
-    let mut seen = Vec::new();
-    let mut wait_for = |needle: &str| loop {
-        match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(l) => {
-                let hit = l.contains(needle);
-                seen.push(l);
-                if hit {
-                    return;
-                }
-            }
-            Err(_) => panic!(
-                "no line with {needle:?} within 20 s; child said:\n{}",
-                seen.join("\n")
-            ),
-        }
-    };
-    wait_for("goro: likely deadlock: the block_on caller (chan receive)");
-    wait_for("task parked on chan receive");
-    use std::io::Write;
-    writeln!(c.stdin.take().unwrap(), "go on").unwrap();
-    wait_for("child still running");
-    let status = c.wait().unwrap();
-    assert!(
-        status.success(),
-        "the child failed after the report: {status}"
+    let mut c = Child::spawn(
+        "goro_deadlock_report_prints_and_the_program_goes_on",
+        &[(REPORT_CHILD, "1"), ("GORO_DEADLOCK", "report")],
     );
+    c.wait_for("goro: likely deadlock: the block_on caller (chan receive)");
+    c.wait_for("task parked on chan receive");
+    c.go_on_and_finish("report");
 }
 
 fn report_child() {

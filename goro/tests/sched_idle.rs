@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{process_cpu, thread_state, threads_named, wait_until, wait_until_quiet};
+use common::{assert_idle_window, thread_state, threads_named, wait_until};
 use std::time::Duration;
 
 #[test]
@@ -51,36 +51,7 @@ fn idle_runtime_uses_no_cpu_and_its_threads_sleep() {
         threads_named("idlechk").len() >= 5
     });
     let tids = threads_named("idlechk");
-    wait_until(
-        Duration::from_secs(10),
-        "every runtime thread asleep",
-        || {
-            rt.schedtrace().contains("idleprocs=4")
-                && tids
-                    .iter()
-                    .all(|&t| thread_state(t).map(|s| s.0) == Some('S'))
-        },
-    );
-    // Let the monitor finish its last round and go to its idle sleep.
-    // Wait until switch counts are stable across a 50 ms window.
-    let before_switches: Vec<u64> = wait_until_quiet(
-        Duration::from_secs(10),
-        "runtime threads stop waking",
-        || tids.iter().map(|&t| thread_state(t).unwrap().1).collect(),
-    );
-    let cpu0 = process_cpu();
-    std::thread::sleep(Duration::from_secs(2));
-    let cpu = process_cpu() - cpu0;
-    let after: Vec<u64> = tids.iter().map(|&t| thread_state(t).unwrap().1).collect();
-    let wakeups: u64 = after.iter().zip(&before_switches).map(|(a, b)| a - b).sum();
-    assert_eq!(
-        wakeups, 0,
-        "runtime threads woke {wakeups} times in 2 s while idle"
-    );
-    assert!(
-        cpu < Duration::from_millis(20),
-        "idle runtime used {cpu:?} of CPU in 2 s"
-    );
+    assert_idle_window(&rt, &tids, 4, "idle");
     for &t in &tids {
         assert_eq!(
             thread_state(t).map(|s| s.0),

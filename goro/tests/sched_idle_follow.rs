@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{process_cpu, thread_state, threads_named, wait_until, wait_until_quiet};
+use common::{assert_idle_window, threads_named, wait_until};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,34 +48,6 @@ fn idle_runtime_following_the_cpu_limit_makes_no_wakeups() {
         threads_named("idlefol").len() > procs
     });
     let tids = threads_named("idlefol");
-    let idle = format!("idleprocs={procs}");
-    wait_until(
-        Duration::from_secs(10),
-        "every runtime thread asleep",
-        || {
-            rt.schedtrace().contains(&idle)
-                && tids
-                    .iter()
-                    .all(|&t| thread_state(t).map(|s| s.0) == Some('S'))
-        },
-    );
-    let before: Vec<u64> = wait_until_quiet(
-        Duration::from_secs(10),
-        "runtime threads stop waking",
-        || tids.iter().map(|&t| thread_state(t).unwrap().1).collect(),
-    );
-    let cpu0 = process_cpu();
-    std::thread::sleep(Duration::from_secs(2));
-    let cpu = process_cpu() - cpu0;
-    let after: Vec<u64> = tids.iter().map(|&t| thread_state(t).unwrap().1).collect();
-    let wakeups: u64 = after.iter().zip(&before).map(|(a, b)| a - b).sum();
-    assert_eq!(
-        wakeups, 0,
-        "runtime threads woke {wakeups} times in 2 s while idle and following"
-    );
-    assert!(
-        cpu < Duration::from_millis(20),
-        "idle runtime used {cpu:?} of CPU in 2 s"
-    );
+    assert_idle_window(&rt, &tids, procs, "idle and following");
     assert!(rt.follows_procs(), "still following");
 }

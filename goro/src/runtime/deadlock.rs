@@ -182,7 +182,7 @@ fn likely_deadlock(sched: &Sched, idle_for: Duration) -> Option<String> {
         return None;
     }
     let block_on_reason = sched.deadlock.block_on_reason();
-    if !block_on_reason.needs_a_task() || block_on_reason == Reason::Other {
+    if !block_on_reason.needs_a_task() {
         return None;
     }
     let mut tasks = 0usize;
@@ -190,7 +190,7 @@ fn likely_deadlock(sched: &Sched, idle_for: Duration) -> Option<String> {
     sched.tasks.for_each(|m| {
         tasks += 1;
         match m.get().0 {
-            State::Parked(r, _) if r.needs_a_task() && r != Reason::Other => {}
+            State::Parked(r, _) if r.needs_a_task() => {}
             _ => all_parked_on_tasks = false,
         }
     });

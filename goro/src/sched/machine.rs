@@ -291,7 +291,10 @@ impl Machine {
             self.inherited = 0;
             bump(&p.schedtick, 1);
         }
-        bump(&p.counters.tasks_polled, 1);
+        // The owner's count, read above for the sample (`bump`'s store).
+        p.counters
+            .tasks_polled
+            .store(polls.wrapping_add(1), Ordering::Relaxed);
         crate::sched::coop::set_budget(self.budget);
         task.run();
         if let Some(start) = start {

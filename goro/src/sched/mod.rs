@@ -236,9 +236,7 @@ impl Sched {
     /// Queues `task` on P `p` (the caller's own) or, without one, globally.
     /// A new task's record already says where (`TaskMeta::new`).
     pub(crate) fn place(&self, p: Option<usize>, task: Runnable) {
-        if crate::runtime::metrics::sample_wake() {
-            task.metadata().mark_woken(crate::time::clock::now());
-        }
+        sample_wake(task.metadata());
         match p {
             Some(p) => self.runqput(&self.ps[p], task, self.policy.runnext),
             None => self.inject(task),
@@ -490,6 +488,12 @@ impl Sched {
 fn ready(task: &Runnable, on: Option<usize>) {
     let meta = task.metadata();
     meta.set(State::Runnable(on), coarse());
+    sample_wake(meta);
+}
+
+/// Times this wake if it is this thread's one in `SAMPLE_EVERY`.
+#[inline]
+fn sample_wake(meta: &task_meta::TaskMeta) {
     if crate::runtime::metrics::sample_wake() {
         meta.mark_woken(crate::time::clock::now());
     }

@@ -134,9 +134,14 @@ impl Reason {
     }
 
     /// True when only another task (or a thread outside goro holding a
-    /// waker) can end the wait: no timer and no socket is involved.
+    /// waker) can end the wait: a goro primitive with no timer and no
+    /// socket involved. False for `Other`: a foreign future may have a
+    /// waker source of its own.
     pub(crate) fn needs_a_task(self) -> bool {
-        !matches!(self, Reason::Sleep | Reason::NetRead | Reason::NetWrite)
+        !matches!(
+            self,
+            Reason::Other | Reason::Sleep | Reason::NetRead | Reason::NetWrite
+        )
     }
 }
 

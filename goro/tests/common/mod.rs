@@ -121,3 +121,41 @@ pub fn process_cpu() -> Duration {
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
+
+/// Asserts that `rt`'s threads `tids` make no wakeup and the process uses
+/// under 20 ms of CPU over a 2 s window, once all `procs` Ps are idle and
+/// every thread has gone to sleep (`while` names the condition in the
+/// failure message).
+pub fn assert_idle_window(rt: &goro::Runtime, tids: &[u32], procs: usize, while_: &str) {
+    let idle = format!("idleprocs={procs}");
+    wait_until(
+        Duration::from_secs(10),
+        "every runtime thread asleep",
+        || {
+            rt.schedtrace().contains(&idle)
+                && tids
+                    .iter()
+                    .all(|&t| thread_state(t).map(|s| s.0) == Some('S'))
+        },
+    );
+    // Let the monitor finish its last round and go to its idle sleep:
+    // wait until switch counts are stable across a 50 ms window.
+    let before: Vec<u64> = wait_until_quiet(
+        Duration::from_secs(10),
+        "runtime threads stop waking",
+        || tids.iter().map(|&t| thread_state(t).unwrap().1).collect(),
+    );
+    let cpu0 = process_cpu();
+    std::thread::sleep(Duration::from_secs(2));
+    let cpu = process_cpu() - cpu0;
+    let after: Vec<u64> = tids.iter().map(|&t| thread_state(t).unwrap().1).collect();
+    let wakeups: u64 = after.iter().zip(&before).map(|(a, b)| a - b).sum();
+    assert_eq!(
+        wakeups, 0,
+        "runtime threads woke {wakeups} times in 2 s while {while_}"
+    );
+    assert!(
+        cpu < Duration::from_millis(20),
+        "idle runtime used {cpu:?} of CPU in 2 s"
+    );
+}
