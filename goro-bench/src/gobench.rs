@@ -16,6 +16,10 @@
 //! with `cpu CPU_NS NVCSW NIVCSW` (its getrusage), until its stdin closes.
 //! goro-bench drives it with its own load generator (`netload.rs`).
 //!
+//! `GORO_BENCH_GO_BIN=PATH` names a twin built elsewhere (`go build` in
+//! `bench/go`) and skips the build: for a machine without Go, such as a
+//! larger one the binaries are copied to for a scaling run.
+//!
 //! Without `go` on PATH, or when the build fails, [`GoBench::note`] says so
 //! in one line and the Go column stays empty; nothing else fails.
 
@@ -82,47 +86,21 @@ impl GoBench {
             names: HashSet::new(),
             note: Some(note),
         };
-        let dir = go_dir();
-        if !on_path("go") {
-            return none("go: not on PATH; the go column is left empty".into());
-        }
-        let dir = match dir.canonicalize() {
-            Ok(d) => d,
-            Err(e) => {
+        let prebuilt = std::env::var_os("GORO_BENCH_GO_BIN").map(PathBuf::from);
+        let bin = match prebuilt {
+            Some(bin) if bin.is_file() => bin,
+            Some(bin) => {
                 return none(format!(
-                    "go: twin sources not found at {} ({e}); the go column is left empty",
-                    dir.display()
+                    "go: GORO_BENCH_GO_BIN={} is not a file (expected a binary built by \
+                     `go build` in bench/go); the go column is left empty",
+                    bin.display()
                 ))
             }
+            None => match Self::build() {
+                Ok(bin) => bin,
+                Err(note) => return none(note),
+            },
         };
-        let root = dir.parent().and_then(Path::parent).unwrap_or(&dir);
-        let bin = root.join("target").join("goro-bench-go");
-        if stale(&dir, &bin) {
-            let _ = std::fs::create_dir_all(root.join("target"));
-            let out = Command::new("go")
-                .arg("build")
-                .arg("-o")
-                .arg(&bin)
-                .arg(".")
-                .current_dir(&dir)
-                .stdin(Stdio::null())
-                .output();
-            match out {
-                Ok(o) if o.status.success() => {}
-                Ok(o) => {
-                    let err = String::from_utf8_lossy(&o.stderr);
-                    let first = err.lines().next().unwrap_or("").trim().to_string();
-                    return none(format!(
-                        "go: building bench/go failed ({first}); the go column is left empty"
-                    ));
-                }
-                Err(e) => {
-                    return none(format!(
-                        "go: cannot run go build ({e}); the go column is left empty"
-                    ))
-                }
-            }
-        }
         let names = match Command::new(&bin)
             .arg("-list")
             .stdin(Stdio::null())
@@ -146,6 +124,53 @@ impl GoBench {
             names,
             note: None,
         }
+    }
+
+    /// Builds `bench/go` into `target/goro-bench-go` when a source is newer
+    /// than the binary; the error is the one-line note for the table.
+    fn build() -> Result<PathBuf, String> {
+        let dir = go_dir();
+        if !on_path("go") {
+            return Err("go: not on PATH; the go column is left empty".into());
+        }
+        let dir = match dir.canonicalize() {
+            Ok(d) => d,
+            Err(e) => {
+                return Err(format!(
+                    "go: twin sources not found at {} ({e}); the go column is left empty",
+                    dir.display()
+                ))
+            }
+        };
+        let root = dir.parent().and_then(Path::parent).unwrap_or(&dir);
+        let bin = root.join("target").join("goro-bench-go");
+        if stale(&dir, &bin) {
+            let _ = std::fs::create_dir_all(root.join("target"));
+            let out = Command::new("go")
+                .arg("build")
+                .arg("-o")
+                .arg(&bin)
+                .arg(".")
+                .current_dir(&dir)
+                .stdin(Stdio::null())
+                .output();
+            match out {
+                Ok(o) if o.status.success() => {}
+                Ok(o) => {
+                    let err = String::from_utf8_lossy(&o.stderr);
+                    let first = err.lines().next().unwrap_or("").trim().to_string();
+                    return Err(format!(
+                        "go: building bench/go failed ({first}); the go column is left empty"
+                    ));
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "go: cannot run go build ({e}); the go column is left empty"
+                    ))
+                }
+            }
+        }
+        Ok(bin)
     }
 
     /// Why `workload` has no Go column, or `None` when it has one.
