@@ -92,6 +92,11 @@ pub use error::{
 pub use receiver::{Iter, Receiver, RecvFuture, TryIter};
 pub use sender::{SendFuture, Sender};
 
+/// For `select!`'s `default(d)` arm: the scheduler's sleep and timeout
+/// (`goro::time::sleep` and `timeout` are the same functions).
+#[doc(hidden)]
+pub use crate::sched::sleep::{sleep as __sleep, timeout as __timeout};
+
 use self::chan::Chan;
 use crate::loom::Arc;
 use std::future::Future;
@@ -174,11 +179,12 @@ pub fn never<T>() -> Receiver<T> {
 /// exists, so the channel is never closed: a receive waits for the timer
 /// (or forever), as on Go's timer channels.
 pub(crate) fn timer_receiver(
-    timer: Option<std::sync::Arc<crate::time::timer::TimerInner>>,
+    timer: Option<std::sync::Arc<crate::sched::timer::TimerInner>>,
 ) -> Receiver<std::time::Instant> {
     let chan = Arc::new(Chan::with_timer(1, timer.clone()));
     if let Some(t) = timer {
-        t.attach_chan(&chan);
+        // SAFETY: the channel detaches its timer in its drop (`chan.rs`).
+        unsafe { t.attach_chan(&*chan) };
     }
     Receiver {
         chan,
@@ -190,7 +196,7 @@ pub(crate) fn timer_receiver(
 /// `None` on a timeout, with `op` left as it is for the caller to cancel.
 /// The engine of `send_timeout` and `recv_timeout`.
 async fn within<F: Future + Unpin>(op: &mut F, timeout: std::time::Duration) -> Option<F::Output> {
-    let mut sleep = std::pin::pin!(crate::time::sleep(timeout));
+    let mut sleep = std::pin::pin!(crate::sched::sleep::sleep(timeout));
     std::future::poll_fn(|cx| match Pin::new(&mut *op).poll(cx) {
         Poll::Ready(r) => Poll::Ready(Some(r)),
         Poll::Pending => sleep.as_mut().poll(cx).map(|()| None),

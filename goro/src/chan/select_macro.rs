@@ -246,7 +246,7 @@ macro_rules! __goro_select_bind {
         $d
     };
     (@mode [task $o:ident] @todo [] @bound [] @default [(after ($t:expr) ($d:expr))]) => {{
-        $crate::time::sleep($t).await;
+        $crate::chan::__sleep($t).await;
         $d
     }};
     (@mode [thread $o:ident] @todo [] @bound [] @default [(after ($t:expr) ($d:expr))]) => {{
@@ -295,7 +295,7 @@ macro_rules! __goro_select_bind {
         let ($($chan,)+) = {
             $(let mut $chan = $crate::__goro_select_bind!(@case $op $chan ($($v)?));)+
             let mut select = $crate::__goro_select_bind!(@new $o [$($chan)+]);
-            let _ = $crate::time::timeout($t, &mut select).await;
+            let _ = $crate::chan::__timeout($t, &mut select).await;
             // Timed out: withdraw, keeping a case that completed meanwhile.
             select.cancel();
             ::core::mem::drop(select);

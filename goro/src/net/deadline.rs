@@ -32,8 +32,8 @@
 
 use crate::net::poller::Registration;
 use crate::net::scheduled_io::{wake_all, Direction, ScheduledIo};
-use crate::time::clock;
-use crate::time::timer::{Action, Callback, TimerInner, NEVER};
+use crate::sched::clock;
+use crate::sched::timer::{Action, Callback, TimerInner, NEVER};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 

@@ -72,12 +72,12 @@
 
 use crate::loom::Unpoison;
 use crate::net::scheduled_io::{wake_all, ScheduledIo, READ, READ_CLOSED, WRITE, WRITE_CLOSED};
+use crate::sched::clock;
 use crate::sched::machine::Machine;
 use crate::sched::park::{Handoff, PollBreak};
 use crate::sched::task::Runnable;
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
-use crate::time::clock;
 use mio::event::Source;
 use mio::{Events, Interest, Token};
 use std::io;
@@ -388,7 +388,7 @@ fn close_slot(
     token: usize,
     io: &ScheduledIo,
     out: &mut Vec<Waker>,
-) -> [Option<Arc<crate::time::timer::TimerInner>>; 2] {
+) -> [Option<Arc<crate::sched::timer::TimerInner>>; 2] {
     slots.lock().unpoison().remove(token);
     io.close(out)
 }
@@ -428,7 +428,7 @@ impl Machine {
             return None;
         }
         bump(&p.counters.netpoll_ready, self.ready.len() as u64);
-        crate::trace::netpoll(sched, self.ready.len());
+        crate::sched::trace::netpoll(sched, self.ready.len());
         wake_batch(sched, &mut self.ready);
         p.runq.get(false).map(|(t, _)| t)
     }
@@ -460,7 +460,7 @@ impl Machine {
     pub(crate) fn deliver_ready(&mut self) {
         let n = self.ready.len() as u64;
         let sched = self.sched.clone();
-        crate::trace::netpoll(&sched, n as usize);
+        crate::sched::trace::netpoll(&sched, n as usize);
         if let Some(pid) = crate::sched::machine::current_p(&sched) {
             bump(&sched.ps[pid].counters.netpoll_ready, n);
             wake_batch(&sched, &mut self.ready);
@@ -502,7 +502,7 @@ pub(crate) fn sysmon_poll(sched: &Sched) {
         .poll_if_due(SYSMON_POLL_GAP, &sched.counters.netpolls, &mut out)
     {
         bump_shared(&sched.counters.netpoll_ready, out.len() as u64);
-        crate::trace::netpoll(sched, out.len());
+        crate::sched::trace::netpoll(sched, out.len());
         wake_all(&mut out);
     }
 }

@@ -52,9 +52,9 @@
 
 use crate::loom::Unpoison;
 use crate::loom::{Mutex, MutexGuard};
+use crate::sched::clock;
 use crate::sched::task_meta::{blocked_on, Reason};
-use crate::time::clock;
-use crate::time::timer::TimerInner;
+use crate::sched::timer::TimerInner;
 use std::io;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};

@@ -82,7 +82,7 @@ pub struct TaskInfo {
 
 impl Dump {
     pub(crate) fn take(sched: &Sched) -> Dump {
-        let now = crate::time::clock::now();
+        let now = crate::sched::clock::now();
         let mut tasks = Vec::new();
         sched.tasks.for_each(|m| {
             let (state, since) = m.get();

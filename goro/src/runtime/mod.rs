@@ -21,7 +21,7 @@ pub mod cgroup;
 pub mod deadlock;
 pub mod dump;
 pub mod metrics;
-pub mod policy;
+pub use crate::sched::policy;
 pub mod procs;
 mod signal;
 mod trace_api;
@@ -34,7 +34,7 @@ use crate::sched::Sched;
 use crate::stats::{bump, bump_shared, Stats};
 use deadlock::Deadlock;
 use dump::Dump;
-use policy::{Policy, SpinPolicy};
+use policy::Policy;
 use std::future::Future;
 use std::io;
 use std::pin::pin;
@@ -43,8 +43,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-/// Most Ps a runtime may have.
-pub const MAX_PROCS: usize = 4096;
+pub use crate::sched::MAX_PROCS;
 
 /// Builds a [`Runtime`] with chosen settings.
 ///
@@ -254,7 +253,7 @@ impl Builder {
             .resize
             .follow
             .store(follow, std::sync::atomic::Ordering::Relaxed);
-        crate::trace::from_env(&sched)?;
+        crate::sched::trace::from_env(&sched)?;
         let s = sched.clone();
         let monitor = std::thread::Builder::new()
             .name(format!("{}-monitor", sched.thread_name))
@@ -586,7 +585,7 @@ impl Drop for Runtime {
             // which cancels the task and drops its future.
             w.wake();
         }
-        crate::trace::runtime_dropped(sched, self.stats());
+        crate::sched::trace::runtime_dropped(sched, self.stats());
     }
 }
 
@@ -750,17 +749,11 @@ pub async fn yield_now() {
                 return Poll::Ready(());
             }
             self.0 = true;
-            crate::trace::yielded();
+            crate::sched::trace::yielded();
             // Woken while running: the schedule function puts it at the tail.
             cx.waker().wake_by_ref();
             Poll::Pending
         }
     }
     YieldNow(false).await
-}
-
-/// The spin policy of the runtime this thread belongs to, or the default
-/// outside a runtime.
-pub(crate) fn current_spin_policy() -> SpinPolicy {
-    crate::sched::machine::with_current_sched(|s| s.policy.spin).unwrap_or(SpinPolicy::DEFAULT)
 }

@@ -2,7 +2,7 @@
 //! [`crate::trace`]).
 
 use super::Runtime;
-use crate::trace::{FlightRecorder, DEFAULT_FLIGHT_BYTES};
+use crate::sched::trace::{FlightRecorder, DEFAULT_FLIGHT_BYTES};
 use std::io::{self, Write};
 use std::time::Duration;
 
@@ -23,7 +23,7 @@ impl Runtime {
     /// # std::fs::remove_file(file).unwrap();
     /// ```
     pub fn trace_start(&self, w: impl Write + Send + 'static) -> io::Result<()> {
-        crate::trace::start_stream(&self.sched, Box::new(w))
+        crate::sched::trace::start_stream(&self.sched, Box::new(w))
     }
 
     /// Stops the trace that [`Runtime::trace_start`] began, writes what
@@ -31,7 +31,7 @@ impl Runtime {
     /// if any (after which nothing more was written). Fails if no trace
     /// runs.
     pub fn trace_stop(&self) -> io::Result<()> {
-        crate::trace::stop_stream(&self.sched)
+        crate::sched::trace::stop_stream(&self.sched)
     }
 
     /// Starts a flight recorder: the trace of at least the last `window`
@@ -40,7 +40,7 @@ impl Runtime {
     /// Go 1.25's `runtime/trace.FlightRecorder`. Fails for a zero window,
     /// or if a trace or flight recorder already runs here.
     pub fn flight_recorder(&self, window: Duration) -> io::Result<FlightRecorder> {
-        crate::trace::flight_start(&self.sched, window, DEFAULT_FLIGHT_BYTES)
+        crate::sched::trace::flight_start(&self.sched, window, DEFAULT_FLIGHT_BYTES)
     }
 
     /// [`Runtime::flight_recorder`] with a byte bound of `max_bytes`
@@ -51,6 +51,6 @@ impl Runtime {
         window: Duration,
         max_bytes: usize,
     ) -> io::Result<FlightRecorder> {
-        crate::trace::flight_start(&self.sched, window, max_bytes)
+        crate::sched::trace::flight_start(&self.sched, window, max_bytes)
     }
 }

@@ -35,10 +35,10 @@
 //! would have to fail); an `Arc`-swapped slice (every access would pay for
 //! the reference count or an epoch pin).
 //!
-//! [`MAX_PROCS`]: crate::runtime::MAX_PROCS
+//! [`MAX_PROCS`]: crate::sched::MAX_PROCS
 
-use crate::runtime::MAX_PROCS;
 use crate::sched::processor::Processor;
+use crate::sched::MAX_PROCS;
 use crossbeam_utils::CachePadded;
 use std::ptr::NonNull;
 // std atomics even under loom: `len` is written before the new Ps' ids

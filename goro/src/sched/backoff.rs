@@ -8,7 +8,7 @@
 //! and spinning only steals its CPU. Under `SpinPolicy::Unbounded` (the
 //! seed's "before") the wait spins without ever yielding.
 
-use crate::runtime::policy::SpinPolicy;
+use crate::sched::policy::SpinPolicy;
 
 /// One wait's progress through spin → yield → park.
 #[derive(Debug)]

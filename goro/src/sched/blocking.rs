@@ -56,7 +56,7 @@ where
     let Some(p) = current_p(&sched) else {
         return f();
     };
-    crate::trace::block_in_place_begin(&sched, p);
+    crate::sched::trace::block_in_place_begin(&sched, p);
     CTX.with(|c| c.p.set(NO_P));
     sched.handoffp(p);
 
@@ -69,7 +69,7 @@ where
                 self.0.ps[p].stuck.store(false, Ordering::Relaxed);
                 CTX.with(|c| c.p.set(p));
             }
-            crate::trace::block_in_place_end(&self.0, p);
+            crate::sched::trace::block_in_place_end(&self.0, p);
         }
     }
     let _reacquire = Reacquire(sched);
@@ -114,7 +114,7 @@ where
         new_task_with(sched, async move { f() }, spawn, move |r: Runnable, _| {
             s.blocking.push(&s, r)
         });
-    crate::trace::create(sched, runnable.metadata(), true);
+    crate::sched::trace::create(sched, runnable.metadata(), true);
     runnable.schedule();
     handle
 }
@@ -175,7 +175,7 @@ impl BlockingPool {
             let s = sched.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("{}-blocking{n}", sched.thread_name))
-                .spawn(move || crate::trace::blocking_thread(&s, || s.blocking.worker()));
+                .spawn(move || crate::sched::trace::blocking_thread(&s, || s.blocking.worker()));
             if let Err(e) = spawned {
                 eprintln!("goro: failed to start a blocking-pool thread: {e}");
                 self.state.lock().unpoison().threads -= 1;
@@ -189,7 +189,7 @@ impl BlockingPool {
             if let Some(task) = st.queue.pop_front() {
                 drop(st);
                 task.metadata()
-                    .set(State::Running(None), crate::time::clock::coarse());
+                    .set(State::Running(None), crate::sched::clock::coarse());
                 task.run();
                 st = self.state.lock().unpoison();
                 continue;

@@ -93,7 +93,7 @@ fn exhausted(cx: &Context<'_>) -> Poll<()> {
         return Poll::Ready(());
     }
     set_budget(0); // until this poll returns: every later safe point yields too
-    crate::trace::preempted();
+    crate::sched::trace::preempted();
     cx.waker().wake_by_ref();
     Poll::Pending
 }

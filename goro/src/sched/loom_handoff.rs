@@ -83,10 +83,10 @@
 //!   a poll) are async-task's to prove; the model checks what goro owns.
 
 use crate::loom::thread;
-use crate::runtime::policy::Policy;
 use crate::sched::loom_tests::{model_sched_with, on_p};
 use crate::sched::machine::Machine;
 use crate::sched::park::Handoff;
+use crate::sched::policy::Policy;
 use crate::sched::task::test_support::{runnable, Log};
 use crate::sched::Sched;
 use crate::RunnextWake;

@@ -14,8 +14,8 @@ use crate::loom::thread;
 use crate::sched::loom_tests::model_sched_with;
 use crate::sched::task::test_support::{runnable, Log};
 use crate::sched::task::Runnable;
+use crate::sched::timer::{Action, Callback};
 use crate::sched::Sched;
-use crate::time::timer::{Action, Callback};
 use crate::Policy;
 use std::sync::Arc;
 

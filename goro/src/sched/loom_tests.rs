@@ -11,9 +11,9 @@
 //! the ring has 4 slots under loom so that overflow is reachable.
 
 use crate::loom::thread;
-use crate::runtime::policy::{Policy, SpinPolicy};
 use crate::sched::machine::{Machine, CTX};
 use crate::sched::park::{Handoff, Parker};
+use crate::sched::policy::{Policy, SpinPolicy};
 use crate::sched::runq::{Put, RunQueue, RING_SIZE};
 use crate::sched::task::test_support::{runnable, Log};
 use crate::sched::task::Runnable;
@@ -341,7 +341,7 @@ fn all_ps_busy(procs: usize) -> Arc<Sched> {
 /// `Relaxed` (the clear no longer sees the push that preceded the set).
 #[test]
 fn loom_timer_mask_never_hides_an_idle_ps_timers() {
-    use crate::time::timer::{Action, Callback};
+    use crate::sched::timer::{Action, Callback};
     loom::model(|| {
         let sched = all_ps_busy(2);
         // The next round-robin pick (for a thread without a P) is P1.
@@ -388,7 +388,7 @@ fn loom_timer_mask_never_hides_an_idle_ps_timers() {
 // reports the deadlock: that is the failure these models look for.
 // ---------------------------------------------------------------------------
 
-use crate::time::timer::{push, Action, Callback, TimerInner, TimerQueue, NEVER};
+use crate::sched::timer::{push, Action, Callback, TimerInner, TimerQueue, NEVER};
 
 /// The timer armed during the model (and, in the first model, the deadline
 /// the sleeper slept until before it).

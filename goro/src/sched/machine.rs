@@ -173,7 +173,7 @@ pub(crate) struct Machine {
     pub(crate) ready: Vec<std::task::Waker>,
     /// What the last timer run produced, reused so that running timers
     /// allocates nothing in the steady state.
-    pub(crate) fired: Vec<crate::time::timer::Fired>,
+    pub(crate) fired: Vec<crate::sched::timer::Fired>,
     /// The budget each poll starts with (`Policy::preempt`).
     pub(crate) budget: u32,
 }
@@ -202,13 +202,13 @@ impl Machine {
 
     pub(crate) fn acquirep(&mut self, p: usize) {
         CTX.with(|c| c.p.set(p));
-        crate::trace::proc_start(&self.sched, p);
+        crate::sched::trace::proc_start(&self.sched, p);
         self.sched.ps[p].stuck.store(false, Ordering::Relaxed);
     }
 
     /// Forgets the P (it has been given away or put on the idle list).
     pub(crate) fn dropp(&mut self) -> usize {
-        crate::trace::proc_stop(&self.sched);
+        crate::sched::trace::proc_stop(&self.sched);
         CTX.with(|c| c.p.replace(NO_P))
     }
 
@@ -220,7 +220,7 @@ impl Machine {
     /// (Go's `resetspinning`).
     pub(crate) fn reset_spinning(&mut self) {
         self.spinning = false;
-        crate::trace::spin_stop(&self.sched);
+        crate::sched::trace::spin_stop(&self.sched);
         self.sched.idle.dec_spinning();
         self.sched.wakep();
     }
@@ -228,7 +228,7 @@ impl Machine {
     pub(crate) fn become_spinning(&mut self) {
         if !self.spinning {
             self.spinning = true;
-            crate::trace::spin_start(&self.sched);
+            crate::sched::trace::spin_start(&self.sched);
             self.sched.idle.inc_spinning();
         }
     }
@@ -268,14 +268,14 @@ impl Machine {
         let pid = self.p();
         let p = &self.sched.ps[pid];
         let meta = task.metadata();
-        meta.set(State::Running(Some(pid)), crate::time::clock::coarse());
+        meta.set(State::Running(Some(pid)), crate::sched::clock::coarse());
         // One poll in SAMPLE_EVERY is timed, and every sampled wake
         // (`runtime/metrics.rs`); the rest read no clock.
         let polls = p.counters.tasks_polled.load(Ordering::Relaxed);
         let woke = meta.take_woken();
         let timed = polls.is_multiple_of(SAMPLE_EVERY);
         let start = if timed || woke.is_some() {
-            let now = crate::time::clock::now();
+            let now = crate::sched::clock::now();
             if let Some(w) = woke {
                 p.metrics.wake_to_run.record(now.saturating_sub(w));
             }
@@ -301,7 +301,7 @@ impl Machine {
             // Into the P the poll started on, even if it was handed away.
             p.metrics
                 .poll
-                .record(crate::time::clock::now().saturating_sub(start));
+                .record(crate::sched::clock::now().saturating_sub(start));
         }
         // The P may have changed hands inside the poll (block_in_place).
         let pid = self.p();
@@ -334,7 +334,7 @@ impl Machine {
                 return self.woken(Handoff::Exit);
             }
             bump_shared(&self.sched.counters.parks, 1);
-            crate::trace::m_park(&self.sched);
+            crate::sched::trace::m_park(&self.sched);
             let woke = if self.spinning {
                 // The watcher (idle.rs, "Hand-off"), still counted as
                 // spinning: look again after WATCH (the timeout takes the
@@ -347,7 +347,7 @@ impl Machine {
                     None => parker.park(None),
                 }
             };
-            crate::trace::m_unpark(&self.sched);
+            crate::sched::trace::m_unpark(&self.sched);
             match woke {
                 Some(Handoff::Recheck) | None => {}
                 Some(h) => return self.woken(h),
@@ -444,7 +444,7 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
             Handoff::P { p, spinning } => {
                 // Back from a sleep: the coarse clock may be as old as the
                 // sleep (no monitor runs while every P is idle).
-                crate::time::clock::refresh_coarse();
+                crate::sched::clock::refresh_coarse();
                 m.acquirep(p);
                 m.spinning = spinning;
                 // What our blocking poll readied runs on this P first.

@@ -40,6 +40,7 @@
 pub(crate) mod allp;
 pub(crate) mod backoff;
 pub(crate) mod blocking;
+pub(crate) mod clock;
 pub mod coop;
 pub(crate) mod find;
 pub(crate) mod global;
@@ -52,24 +53,29 @@ mod loom_resize;
 mod loom_tests;
 pub(crate) mod machine;
 pub(crate) mod park;
+pub mod policy;
 pub(crate) mod processor;
 pub(crate) mod resize;
 pub(crate) mod runq;
+pub(crate) mod sleep;
 pub(crate) mod steal;
 pub(crate) mod sysmon;
 pub(crate) mod task;
 pub(crate) mod task_meta;
 pub(crate) mod task_table;
+pub(crate) mod timer;
+pub(crate) mod timer_heap;
 pub(crate) mod timers;
+pub(crate) mod trace;
 
 use crate::loom::{fence, AtomicBool, AtomicUsize, Ordering};
-use crate::runtime::policy::Policy;
 use crate::stats::{bump, bump_shared, Counters, Stats};
 use crossbeam_utils::CachePadded;
+use policy::Policy;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
-use crate::time::clock::coarse;
+use crate::sched::clock::coarse;
 use global::GlobalQueue;
 use idle::Idle;
 use machine::WakeTarget;
@@ -78,6 +84,15 @@ use processor::Processor;
 use runq::Put;
 use task::{Registry, Runnable};
 use task_meta::State;
+
+/// Most Ps a runtime may have.
+pub const MAX_PROCS: usize = 4096;
+
+/// The spin policy of the runtime this thread belongs to, or the default
+/// outside a runtime.
+pub(crate) fn current_spin_policy() -> policy::SpinPolicy {
+    machine::with_current_sched(|s| s.policy.spin).unwrap_or(policy::SpinPolicy::DEFAULT)
+}
 
 /// Global scheduler state.
 pub(crate) struct Sched {
@@ -113,7 +128,7 @@ pub(crate) struct Sched {
     pub(crate) thread_name: String,
     pub(crate) start: Instant,
     /// The one timer heap under `TimerPlacement::Global`.
-    pub(crate) global_timers: Arc<crate::time::timer::TimerQueue>,
+    pub(crate) global_timers: Arc<crate::sched::timer::TimerQueue>,
     /// The parked thread that sleeps until the earliest timer, if any.
     /// Through the loom facade: the sleeper holds it while it reads the
     /// heaps and unparks another sleeper (`become_timer_sleeper`), which
@@ -138,7 +153,7 @@ pub(crate) struct Sched {
     #[cfg(loom)]
     pub(crate) loom_started: Mutex<Vec<Handoff>>,
     /// The execution trace (`crate::trace`), off unless started.
-    pub(crate) trace: crate::trace::Trace,
+    pub(crate) trace: crate::sched::trace::Trace,
 }
 
 impl Sched {
@@ -155,7 +170,7 @@ impl Sched {
             policy,
             ps: allp::AllP::with(procs, |i| Processor::new(i, me.clone())),
             global: GlobalQueue::new(),
-            idle: Idle::new(crate::runtime::MAX_PROCS),
+            idle: Idle::new(crate::sched::MAX_PROCS),
             resize: resize::Resize::new(),
             shutdown: AtomicBool::new(false),
             registry: Registry::new(),
@@ -170,9 +185,9 @@ impl Sched {
             nthreads: AtomicUsize::new(0),
             thread_name,
             start: Instant::now(),
-            global_timers: crate::time::timer::TimerQueue::new(me.clone()),
+            global_timers: crate::sched::timer::TimerQueue::new(me.clone()),
             timer_sleeper: crate::loom::Mutex::new(None),
-            sleep_until: crate::loom::AtomicU64::new(crate::time::timer::NEVER),
+            sleep_until: crate::loom::AtomicU64::new(crate::sched::timer::NEVER),
             timer_rr: AtomicUsize::new(0),
             me: me.clone(),
             pool_cycle,
@@ -180,7 +195,7 @@ impl Sched {
             poller: crate::net::poller::Poller::new(),
             #[cfg(loom)]
             loom_started: Mutex::new(Vec::new()),
-            trace: crate::trace::Trace::new(procs),
+            trace: crate::sched::trace::Trace::new(procs),
         })
     }
 
@@ -224,7 +239,7 @@ impl Sched {
             WakeTarget::Global => None,
         };
         ready(&task, on);
-        crate::trace::unblock(self, task.metadata());
+        crate::sched::trace::unblock(self, task.metadata());
         match target {
             WakeTarget::Runnext(p) if yielded => self.runqput_yield(&self.ps[p], task),
             WakeTarget::Runnext(p) => self.runqput(&self.ps[p], task, self.policy.runnext),
@@ -379,7 +394,7 @@ impl Sched {
         // Its timers need a thread to wake for them (Go's handoffp does the
         // same): one armed while every P was busy woke nobody.
         let when = self.ps[p].timers.next_when();
-        if when != crate::time::timer::NEVER {
+        if when != crate::sched::timer::NEVER {
             self.timer_added(when);
         }
     }
@@ -391,7 +406,7 @@ impl Sched {
         match m {
             Some(parker) => {
                 bump_shared(&self.counters.unparks, 1);
-                crate::trace::m_wake(self, p);
+                crate::sched::trace::m_wake(self, p);
                 parker.unpark(h);
             }
             None => self.spawn_m(h),
@@ -495,7 +510,7 @@ fn ready(task: &Runnable, on: Option<usize>) {
 #[inline]
 fn sample_wake(meta: &task_meta::TaskMeta) {
     if crate::runtime::metrics::sample_wake() {
-        meta.mark_woken(crate::time::clock::now());
+        meta.mark_woken(crate::sched::clock::now());
     }
 }
 

@@ -11,8 +11,8 @@
 // std atomics even under loom: these are progress hints for the monitor and
 // thieves (a stale value delays or repeats a retake), not synchronization.
 use crate::sched::runq::RunQueue;
+use crate::sched::timer::TimerQueue;
 use crate::stats::Counters;
-use crate::time::timer::TimerQueue;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 

@@ -83,9 +83,9 @@
 
 use crate::sched::machine::Machine;
 use crate::sched::processor::Processor;
+use crate::sched::timer::{push, NEVER};
 use crate::sched::Sched;
 use crate::stats::bump_shared;
-use crate::time::timer::{push, NEVER};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 

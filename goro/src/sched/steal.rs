@@ -20,9 +20,9 @@
 //!   spin, a long poll) thus does not hold back the timers it armed: an
 //!   idle thread woken for the deadline runs them.
 
-use crate::runtime::policy::SpinPolicy;
 use crate::sched::backoff::{Backoff, Snooze};
 use crate::sched::machine::Machine;
+use crate::sched::policy::SpinPolicy;
 use crate::sched::processor::Processor;
 use crate::sched::task::Runnable;
 use crate::stats::bump;
@@ -86,7 +86,7 @@ impl Machine {
                 });
                 if let Some((task, n)) = stolen {
                     bump(&mine.counters.steals, n as u64);
-                    crate::trace::steal(&sched, victim, n);
+                    crate::sched::trace::steal(&sched, victim, n);
                     if took_runnext && n == 1 {
                         bump(&mine.counters.runnext_steals, 1);
                     }

@@ -28,9 +28,9 @@
 
 use crate::loom::Unpoison;
 use crate::loom::{AtomicBool, Condvar, Mutex, Ordering};
+use crate::sched::clock::instant_after;
 use crate::sched::Sched;
 use crate::stats::bump_shared;
-use crate::time::clock::instant_after;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -166,7 +166,7 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
         if sched.is_shutdown() {
             return;
         }
-        crate::time::clock::refresh_coarse();
+        crate::sched::clock::refresh_coarse();
         if let (Some(t), Some(since)) = (deadlock_due, idle_since) {
             if Instant::now() >= t {
                 crate::runtime::deadlock::check(&sched, since.elapsed());
@@ -174,7 +174,7 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             }
         }
         if pool_due.is_some_and(|t| Instant::now() >= t) {
-            crate::trace::pool_cycle(&sched);
+            crate::sched::trace::pool_cycle(&sched);
             pool_next =
                 crate::sync::pool::monitor_cycle(sched.pool_cycle, sched.policy.pool_victim);
             if idle {

@@ -65,7 +65,7 @@ where
             s.schedule(runnable, info.woken_while_running);
         },
     );
-    crate::trace::create(sched, runnable.metadata(), false);
+    crate::sched::trace::create(sched, runnable.metadata(), false);
     (runnable, handle)
 }
 
@@ -93,7 +93,7 @@ where
         spawn.location,
         spawn.name,
         spawn.p,
-        crate::time::clock::coarse(),
+        crate::sched::clock::coarse(),
     );
     let (runnable, task) = async_task::Builder::new().metadata(meta).spawn(
         |meta: &TaskMeta| TaskFuture {
@@ -155,7 +155,7 @@ impl<F> TaskFuture<F> {
             return Ok(());
         }
         self.table().remove(self.meta());
-        crate::trace::destroy(self.meta());
+        crate::sched::trace::destroy(self.meta());
         // SAFETY: `live` was true, so the future has not been dropped, and
         // it is never touched again. Dropping a pinned value in place keeps
         // the pinning guarantee (it is not moved before its `Drop`).
@@ -176,16 +176,16 @@ impl<F: Future> Future for TaskFuture<F> {
         let this = unsafe { self.get_unchecked_mut() };
         debug_assert!(this.live, "a task polled after completion");
         let scope = PollScope::enter(this.meta().id);
-        crate::trace::poll_start(this.meta().id);
+        crate::sched::trace::poll_start(this.meta().id);
         // SAFETY: `this.future` lives inside the pinned `TaskFuture` and is
         // live (async-task never polls a completed task).
         let fut = unsafe { Pin::new_unchecked(&mut *this.future) };
         let out = match catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
             Ok(Poll::Pending) => {
                 let (reason, detail) = scope.reason();
-                crate::trace::poll_parked(this.meta().id, reason);
+                crate::sched::trace::poll_parked(this.meta().id, reason);
                 this.meta()
-                    .set(State::Parked(reason, detail), crate::time::clock::coarse());
+                    .set(State::Parked(reason, detail), crate::sched::clock::coarse());
                 if this.registered.is_none() {
                     if let Some(sched) = crate::sched::machine::current_sched() {
                         this.registered = Some((sched.registry.register(cx.waker()), sched));
@@ -209,7 +209,7 @@ impl<F: Future> Future for TaskFuture<F> {
                 Err(JoinError::Panic(panic))
             }
         };
-        crate::trace::poll_finished(this.meta().id);
+        crate::sched::trace::poll_finished(this.meta().id);
         Poll::Ready(TaskOutput(Some(out)))
     }
 }

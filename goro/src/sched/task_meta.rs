@@ -176,7 +176,7 @@ const P_SHIFT: u32 = 6;
 const SINCE_SHIFT: u32 = 20;
 const SINCE_UNIT: u32 = 10;
 
-const _: () = assert!(crate::runtime::MAX_PROCS < 1 << (SINCE_SHIFT - P_SHIFT));
+const _: () = assert!(crate::sched::MAX_PROCS < 1 << (SINCE_SHIFT - P_SHIFT));
 const _: () = assert!(Reason::ALL.len() <= 16);
 
 fn pack_p(p: Option<usize>) -> u64 {
@@ -386,7 +386,7 @@ mod tests {
             State::Runnable(None),
             State::Runnable(Some(3)),
             State::Running(Some(0)),
-            State::Running(Some(crate::runtime::MAX_PROCS - 1)),
+            State::Running(Some(crate::sched::MAX_PROCS - 1)),
             State::Running(None),
             State::Parked(Reason::Sleep, 1234),
             State::Parked(Reason::Join, 7),

@@ -31,13 +31,13 @@
 
 use crate::loom::Unpoison;
 use crate::loom::{fence, Ordering};
-use crate::runtime::policy::TimerPlacement;
+use crate::sched::clock;
 use crate::sched::machine::{current_p, with_current_sched, Machine, CTX};
 use crate::sched::park::{Handoff, Parker};
+use crate::sched::policy::TimerPlacement;
+use crate::sched::timer::{push, Action, Callback, Fired, TimerInner, TimerQueue, NEVER};
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
-use crate::time::clock;
-use crate::time::timer::{push, Action, Callback, Fired, TimerInner, TimerQueue, NEVER};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
@@ -285,7 +285,7 @@ impl Machine {
         let n = q.run(now, &mut fired);
         if n > 0 {
             bump(&self.sched.ps[self.p()].counters.timers_fired, n as u64);
-            crate::trace::timers_fired(&self.sched, n);
+            crate::sched::trace::timers_fired(&self.sched, n);
             // Tasks woken now queue quietly (`WakeTarget::TimerBatch`);
             // the guard ends that even if an inline callback panics.
             struct Quiet;

@@ -521,7 +521,7 @@ impl<T: ?Sized> LockFuture<'_, T> {
     #[cfg_attr(loom, allow(clippy::absurd_extreme_comparisons))]
     fn lock_slow(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         let m = self.mutex;
-        let mut backoff = Backoff::new(crate::runtime::current_spin_policy());
+        let mut backoff = Backoff::new(crate::sched::current_spin_policy());
         let mut rounds = 0;
         let mut may_spin = can_spin();
         let mut old = m.state.load(Relaxed);

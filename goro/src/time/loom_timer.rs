@@ -7,8 +7,8 @@
 use crate::chan::chan::Chan;
 use crate::loom::thread;
 use crate::loom::Ordering;
-use crate::time::clock;
-use crate::time::timer::*;
+use crate::sched::clock;
+use crate::sched::timer::*;
 use std::sync::atomic::AtomicUsize as StdCount;
 use std::sync::{Arc, Weak};
 use std::task::Waker;

@@ -24,32 +24,21 @@
 //! Everything here needs a goro runtime: call it from a task or inside
 //! `Runtime::block_on`; elsewhere it panics with a message saying so.
 
-pub(crate) mod clock;
-pub(crate) mod heap;
-mod sleep;
 mod ticker;
-pub(crate) mod timer;
 // loom models of the timer state machine (issue 15: beside, not inside, timer.rs).
 #[cfg(all(test, loom))]
 mod loom_timer;
 
-pub use sleep::{sleep, sleep_until, timeout, Elapsed, Sleep, Timeout};
+pub use crate::sched::sleep::{sleep, sleep_until, timeout, Elapsed, Sleep, Timeout};
 pub use ticker::Ticker;
 
 use crate::chan::{self, Receiver};
-use crate::sched::machine::with_current_sched;
+use crate::sched::clock;
+use crate::sched::sleep::with_runtime;
+use crate::sched::timer::{Action, Callback, TimerInner};
 use crate::sched::timers::arm_timer;
-use crate::sched::Sched;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use timer::{Action, Callback, TimerInner};
-
-/// Runs `f` with the runtime of the calling thread, or panics naming `what`.
-pub(crate) fn with_runtime<R>(what: &str, f: impl FnOnce(&Sched) -> R) -> R {
-    with_current_sched(f).unwrap_or_else(|| {
-        panic!("goro::time::{what} called outside a goro runtime: call it from a goro task or inside Runtime::block_on")
-    })
-}
 
 /// A single event in the future: a value on [`Timer::rx`] (or a call of
 /// [`after_func`]'s function) when it fires. Go's `time.Timer`.

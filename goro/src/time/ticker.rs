@@ -1,8 +1,9 @@
 //! `Ticker`: a periodic timer whose ticks a slow reader drops, as in Go.
 
-use super::timer::TimerInner;
-use super::{clock, with_runtime};
 use crate::chan::{self, Receiver};
+use crate::sched::clock;
+use crate::sched::sleep::with_runtime;
+use crate::sched::timer::TimerInner;
 use crate::sched::timers::arm_timer;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -71,12 +71,11 @@
 //!   itself is already shared, so the callback lives in it, fixed at
 //!   creation and called without the lock.
 
-use crate::chan::chan::Chan;
 use crate::loom::Unpoison;
 use crate::loom::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sched::clock;
+use crate::sched::timer_heap::Heap;
 use crate::sched::Sched;
-use crate::time::clock;
-use crate::time::heap::Heap;
 use std::sync::{Arc, Weak};
 use std::task::Waker;
 use std::time::Instant;
@@ -98,11 +97,23 @@ pub(crate) enum Action {
     Func { spawn: bool },
 }
 
+/// What the timer core needs of the channel a channel timer sends on: the
+/// hook by which the scheduler layer sends without knowing channels
+/// (`chan` implements it for its channel of `Instant`s).
+pub(crate) trait TimerChan: Sync {
+    /// Sends `at` if the channel has room (a one-slot buffer: a value that
+    /// does not fit is dropped, as Go's timer channels do). `Some` when the
+    /// value was handed over, with the parked receiver to wake if any.
+    fn send_tick(&self, at: Instant) -> Option<Option<Waker>>;
+    /// Takes every buffered value; whether there was one.
+    fn drain(&self) -> bool;
+}
+
 /// A channel timer's link to its channel.
 pub(crate) struct ChanTimer {
     /// The channel that owns this timer; null before [`TimerInner::attach_chan`]
     /// and after the channel is dropped ([`TimerInner::detach_chan`]).
-    chan: *const Chan<Instant>,
+    chan: Option<*const dyn TimerChan>,
     /// Receivers parked on the channel (Go's `blocked`).
     blocked: u32,
     /// Whether a value was sent since the last drain. Only the timer sends
@@ -117,20 +128,17 @@ pub(crate) struct ChanTimer {
 unsafe impl Send for ChanTimer {}
 
 impl ChanTimer {
-    fn chan(&self) -> Option<&Chan<Instant>> {
+    fn chan(&self) -> Option<&dyn TimerChan> {
         // SAFETY: called under the timer lock (we are inside its `TState`);
-        // a non-null pointer is a channel whose drop has not yet passed
+        // a set pointer is a channel whose drop has not yet passed
         // `detach_chan`, which needs this lock, so it is alive.
-        unsafe { self.chan.as_ref() }
+        self.chan.map(|c| unsafe { &*c })
     }
 
     /// Sends `at` (dropped if the one-slot buffer is full); the receiver to
     /// wake, if one was handed the value.
     fn send(&mut self, at: Instant) -> Option<Waker> {
-        let c = self.chan()?;
-        let mut inner = c.lock();
-        let sent = c.send_locked(&mut inner, at, None).ok();
-        drop(inner);
+        let sent = self.chan()?.send_tick(at);
         // Also when the value went straight to a parked receiver: if that
         // receive is cancelled, the value goes back into the buffer.
         self.sent |= sent.is_some();
@@ -142,7 +150,7 @@ impl ChanTimer {
         if !std::mem::take(&mut self.sent) {
             return false;
         }
-        self.chan().is_some_and(|c| c.drain_buffer())
+        self.chan().is_some_and(|c| c.drain())
     }
 }
 
@@ -259,7 +267,7 @@ impl TimerInner {
     pub(crate) fn for_chan(home: Arc<TimerQueue>) -> Arc<TimerInner> {
         TimerInner::new(
             Action::Chan(ChanTimer {
-                chan: std::ptr::null(),
+                chan: None,
                 blocked: 0,
                 sent: false,
             }),
@@ -327,9 +335,12 @@ impl TimerInner {
     }
 
     /// Binds a channel timer to its channel (once, right after both exist).
-    pub(crate) fn attach_chan(&self, chan: &Chan<Instant>) {
+    ///
+    /// # Safety
+    /// `chan` must call [`TimerInner::detach_chan`] before it is freed.
+    pub(crate) unsafe fn attach_chan(&self, chan: &(dyn TimerChan + 'static)) {
         if let Action::Chan(c) = &mut self.lock().action {
-            c.chan = chan;
+            c.chan = Some(chan);
         }
     }
 
@@ -337,7 +348,7 @@ impl TimerInner {
     pub(crate) fn detach_chan(&self) {
         let mut st = self.lock();
         if let Action::Chan(c) = &mut st.action {
-            c.chan = std::ptr::null();
+            c.chan = None;
         }
         st.when = 0;
         self.orphan_entry(&mut st);

@@ -1,5 +1,5 @@
-//! The execution trace: what every P, M and task did, and when, in
-//! Perfetto's own format.
+//! The execution tracer's recorder: what every P, M and task did, and
+//! when, in Perfetto's own format (the public face is `crate::trace`).
 //!
 //! # What is recorded
 //!

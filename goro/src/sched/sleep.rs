@@ -5,8 +5,10 @@
 //! zombie and swept later (see `timer.rs`). A deadline already passed is
 //! ready at once without touching any heap.
 
+use super::clock;
+use super::machine::with_current_sched;
 use super::timer::{Action, Callback, TimerInner, NEVER};
-use super::{clock, with_runtime};
+use super::Sched;
 use crate::sched::task_meta::{blocked_on, Reason};
 use crate::sched::timers::arm_timer;
 use std::fmt;
@@ -15,6 +17,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+
+/// Runs `f` with the runtime of the calling thread, or panics naming `what`.
+pub(crate) fn with_runtime<R>(what: &str, f: impl FnOnce(&Sched) -> R) -> R {
+    with_current_sched(f).unwrap_or_else(|| {
+        panic!("goro::time::{what} called outside a goro runtime: call it from a goro task or inside Runtime::block_on")
+    })
+}
 
 /// Waits until `d` has passed (Go's `time.Sleep`). Zero waits not at all.
 ///

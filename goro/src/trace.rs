@@ -1,0 +1,31 @@
+//! The execution trace: what every P, M and task did, and when, in
+//! Perfetto's own format.
+//!
+//! # What is recorded
+//!
+//! Go's vocabulary (`runtime/trace`): a P is taken and given back (by
+//! which M), an M spins, parks and is woken, a P steals from another, a
+//! task is created (with its parent and spawn site), starts a poll, ends
+//! it (parked on what, yielded, or finished), is unblocked (by which
+//! task) and destroyed; `block_in_place` begins and ends, and a blocking
+//! pool thread runs a `spawn_blocking` call; timers fire, the network
+//! poller readies tasks, the coop budget preempts a task, the monitor
+//! cycles pools. [`Runtime::trace_start`](crate::Runtime::trace_start)
+//! streams this to a writer until `trace_stop`; `GORO_TRACE=path` does
+//! it for the life of each runtime; a [`FlightRecorder`] keeps only the
+//! last stretch of it, in bounded memory, and writes it on demand.
+//!
+//! # What Perfetto shows
+//!
+//! One process track with three groups: a track per P (slices "held by
+//! M3", and inside them one slice per poll, named after the task), a
+//! track per thread (spinning, parked, `block_in_place`, blocking-pool
+//! runs), and a track per task (`running on P1`, `parked: chan receive`).
+//! An arrow (a flow) goes from each wake-up, and from each spawn, to the
+//! poll it led to. Open the file at <https://ui.perfetto.dev>.
+//!
+//! The recorder itself lives with the scheduler whose events it records
+//! (`sched/trace/`, whose header explains its design); this module is its
+//! public face.
+
+pub use crate::sched::trace::{FlightRecorder, DEFAULT_FLIGHT_BYTES};
