@@ -66,3 +66,81 @@ impl<G> Unpoison for std::sync::LockResult<G> {
         self.unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
+
+/// `UnsafeCell` with loom's checked-access API: `std` normally, `loom`'s under
+/// `cfg(loom)`, where every access through a [`cell::MutPtr`] or
+/// [`cell::ConstPtr`] is checked against concurrent ones for as long as the
+/// pointer lives.
+pub(crate) mod cell {
+    #[cfg(loom)]
+    pub(crate) use loom::cell::{ConstPtr, MutPtr, UnsafeCell};
+
+    #[cfg(not(loom))]
+    pub(crate) use self::std_cell::{ConstPtr, MutPtr, UnsafeCell};
+
+    #[cfg(not(loom))]
+    mod std_cell {
+        /// `std::cell::UnsafeCell` with the subset of loom's API goro uses.
+        #[derive(Debug, Default)]
+        pub(crate) struct UnsafeCell<T: ?Sized>(std::cell::UnsafeCell<T>);
+
+        impl<T> UnsafeCell<T> {
+            pub(crate) const fn new(value: T) -> UnsafeCell<T> {
+                UnsafeCell(std::cell::UnsafeCell::new(value))
+            }
+
+            pub(crate) fn into_inner(self) -> T {
+                self.0.into_inner()
+            }
+        }
+
+        impl<T: ?Sized> UnsafeCell<T> {
+            /// A pointer for shared access (checked by loom while it lives).
+            pub(crate) fn get(&self) -> ConstPtr<T> {
+                ConstPtr(self.0.get())
+            }
+
+            /// A pointer for exclusive access (checked by loom while it lives).
+            pub(crate) fn get_mut(&self) -> MutPtr<T> {
+                MutPtr(self.0.get())
+            }
+
+            /// Runs `f` with a raw pointer for shared access.
+            pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+                f(self.0.get())
+            }
+
+            /// Runs `f` with a raw pointer for exclusive access.
+            pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+                f(self.0.get())
+            }
+        }
+
+        /// A raw `*const T` standing in for loom's tracked pointer.
+        #[derive(Debug)]
+        pub(crate) struct ConstPtr<T: ?Sized>(*const T);
+
+        impl<T: ?Sized> ConstPtr<T> {
+            /// # Safety
+            /// As for dereferencing a `*const T`.
+            pub(crate) unsafe fn deref(&self) -> &T {
+                // SAFETY: the caller upholds the raw-pointer contract.
+                unsafe { &*self.0 }
+            }
+        }
+
+        /// A raw `*mut T` standing in for loom's tracked pointer.
+        #[derive(Debug)]
+        pub(crate) struct MutPtr<T: ?Sized>(*mut T);
+
+        impl<T: ?Sized> MutPtr<T> {
+            /// # Safety
+            /// As for dereferencing a `*mut T`.
+            #[allow(clippy::mut_from_ref)]
+            pub(crate) unsafe fn deref(&self) -> &mut T {
+                // SAFETY: the caller upholds the raw-pointer contract.
+                unsafe { &mut *self.0 }
+            }
+        }
+    }
+}

@@ -12,7 +12,7 @@ use super::chan::{poll_recv, Chan};
 use super::waiter::{wake, Parked};
 use super::{RecvError, RecvTimeoutError, TryRecvError};
 use crate::loom::Arc;
-use crate::sync::{block_on, block_on_until};
+use crate::sched::block_on::{block_on, block_on_until};
 
 /// The receiving half of a channel. Cloning it adds a receiver; each value
 /// goes to exactly one of them. Dropping every receiver does not close the

@@ -552,7 +552,7 @@ impl<const N: usize> Drop for Select<'_, N> {
 /// Drives a waiting select on a plain thread (`select_blocking!`).
 #[doc(hidden)]
 pub fn block_on<F: Future>(select: F) -> F::Output {
-    crate::sync::block_on(select)
+    crate::sched::block_on::block_on(select)
 }
 
 /// Drives a waiting select on a plain thread for at most `timeout`
@@ -560,5 +560,5 @@ pub fn block_on<F: Future>(select: F) -> F::Output {
 /// every case withdrawn.
 #[doc(hidden)]
 pub fn block_on_timeout<F: Future>(select: F, timeout: std::time::Duration) -> Option<F::Output> {
-    crate::sync::block_on_until(select, Some(std::time::Instant::now() + timeout))
+    crate::sched::block_on::block_on_until(select, Some(std::time::Instant::now() + timeout))
 }

@@ -11,7 +11,7 @@ use super::waiter::{wake, Parked};
 use super::{SendError, SendTimeoutError, TrySendError};
 use crate::loom::Arc;
 use crate::loom::Ordering;
-use crate::sync::{block_on, block_on_until};
+use crate::sched::block_on::{block_on, block_on_until};
 
 /// The sending half of a channel. Cloning it adds a sender; when the last
 /// sender is dropped the channel closes.

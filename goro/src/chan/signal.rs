@@ -9,8 +9,8 @@
 
 use std::task::Waker;
 
+use crate::loom::cell::UnsafeCell;
 use crate::loom::{AtomicUsize, Ordering};
-use crate::sync::cell::UnsafeCell;
 
 /// Nobody has completed the operation yet; completers may claim it.
 pub(super) const WAITING: usize = 0;

@@ -7,8 +7,8 @@ use std::ptr::NonNull;
 use std::task::Waker;
 
 use super::signal::{Signal, WakerId, WAITING};
+use crate::loom::cell::UnsafeCell;
 use crate::loom::{Arc, Ordering};
-use crate::sync::cell::UnsafeCell;
 
 pub(super) enum SignalRef {
     /// A plain send/recv: one allocation holds waiter and signal.

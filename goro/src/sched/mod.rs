@@ -39,6 +39,7 @@
 
 pub(crate) mod allp;
 pub(crate) mod backoff;
+pub(crate) mod block_on;
 pub(crate) mod blocking;
 pub(crate) mod clock;
 pub mod coop;
@@ -58,6 +59,7 @@ pub(crate) mod processor;
 pub(crate) mod resize;
 pub(crate) mod runq;
 pub(crate) mod sleep;
+pub(crate) mod spawn;
 pub(crate) mod steal;
 pub(crate) mod sysmon;
 pub(crate) mod task;

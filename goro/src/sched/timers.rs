@@ -261,7 +261,7 @@ impl Sched {
             match f {
                 Fired::Wake(w) => w.wake(),
                 Fired::Func(t, true) => {
-                    crate::runtime::spawn_on(self, async move { t.call() }, None);
+                    crate::sched::spawn::spawn_on(self, async move { t.call() }, None);
                 }
                 Fired::Func(t, false) => t.call(),
             }

@@ -36,8 +36,8 @@
 //! Values are stored inline (`T`, not `Box<T>`): a put allocates only when a
 //! ring fills up.
 
+use crate::loom::cell::UnsafeCell;
 use crate::loom::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
-use crate::sync::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::ptr;
 

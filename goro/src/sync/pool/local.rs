@@ -43,8 +43,8 @@
 
 use super::chain::{drain_unwinding, Chain};
 use super::pin::PinRecord;
+use crate::loom::cell::UnsafeCell;
 use crate::loom::{AtomicPtr, AtomicUsize, Ordering};
-use crate::sync::cell::UnsafeCell;
 use crossbeam_utils::CachePadded;
 use std::ptr;
 

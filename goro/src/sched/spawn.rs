@@ -1,0 +1,122 @@
+//! Spawning (Go's `newproc`) and yielding (`Gosched`): the task record
+//! is made, the task is counted on the spawning P and placed in its
+//! `runnext` (or on the global queue from a thread without a P).
+
+use crate::sched::machine::current_sched;
+use crate::sched::task::{new_task, JoinHandle, Spawn};
+use crate::sched::Sched;
+use crate::stats::{bump, bump_shared};
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+#[track_caller]
+pub(crate) fn spawn_on<F>(
+    sched: &Arc<Sched>,
+    future: F,
+    name: Option<Box<str>>,
+) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    // One thread-local lookup serves the counter and the placement.
+    let p = crate::sched::machine::current_p(sched);
+    match p {
+        Some(p) => bump(&sched.ps[p].counters.tasks_spawned, 1),
+        None => bump_shared(&sched.counters.tasks_spawned, 1),
+    }
+    let spawn = Spawn {
+        location: std::panic::Location::caller(),
+        name,
+        p,
+    };
+    let (runnable, handle) = new_task(sched, future, spawn);
+    if sched.is_shutdown() {
+        drop(runnable); // cancels the task: its handle reports Cancelled
+    } else {
+        sched.place(p, runnable);
+    }
+    handle
+}
+
+/// Spawns a task on the current runtime (Go's `go` statement).
+///
+/// The new task goes to the current P's `runnext`: it runs as soon as the
+/// spawning task yields, unless another P steals it first.
+///
+/// # Panics
+/// Outside a goro runtime (not in a task, not inside `Runtime::block_on`).
+///
+/// ```
+/// let rt = goro::Runtime::builder().procs(2).build().unwrap();
+/// let v = rt.block_on(async { goro::spawn(async { 1 }).await.unwrap() });
+/// assert_eq!(v, 1);
+/// ```
+#[track_caller]
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    spawn_on(&current_or_panic("spawn"), future, None)
+}
+
+/// [`spawn`] with a name that the task dump shows (Go's goroutine labels).
+///
+/// # Panics
+/// Outside a goro runtime, as [`spawn`].
+///
+/// ```
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     let h = goro::spawn_named("worker-1", async { 2 });
+///     assert_eq!(h.await.unwrap(), 2);
+/// });
+/// ```
+#[track_caller]
+pub fn spawn_named<F>(name: impl Into<String>, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let name = Some(name.into().into_boxed_str());
+    spawn_on(&current_or_panic("spawn_named"), future, name)
+}
+
+#[track_caller]
+fn current_or_panic(what: &str) -> Arc<Sched> {
+    current_sched().unwrap_or_else(|| {
+        panic!(
+            "goro::{what} called outside a goro runtime: call it from a goro task or inside \
+             Runtime::block_on, or use Runtime::{what}"
+        )
+    })
+}
+
+/// Yields the P to the other runnable tasks (Go's `runtime.Gosched`).
+///
+/// The task goes to the tail of its P's local queue (Go puts it on the
+/// global queue; the local tail keeps it on its warm P and costs no lock).
+///
+/// ```
+/// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+/// rt.block_on(async { goro::yield_now().await });
+/// ```
+pub async fn yield_now() {
+    struct YieldNow(bool);
+    impl Future for YieldNow {
+        type Output = ();
+        fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if self.0 {
+                return Poll::Ready(());
+            }
+            self.0 = true;
+            crate::sched::trace::yielded();
+            // Woken while running: the schedule function puts it at the tail.
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+    YieldNow(false).await
+}
