@@ -73,34 +73,22 @@
 use crate::loom::Unpoison;
 use crate::net::scheduled_io::{wake_all, ScheduledIo, READ, READ_CLOSED, WRITE, WRITE_CLOSED};
 use crate::sched::clock;
-use crate::sched::machine::Machine;
-use crate::sched::park::{Handoff, PollBreak};
-use crate::sched::task::Runnable;
+use crate::sched::netpoll::Netpoll;
+use crate::sched::park::PollBreak;
 use crate::sched::Sched;
-use crate::stats::{bump, bump_shared};
 use mio::event::Source;
 use mio::{Events, Interest, Token};
+use std::any::Any;
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::Waker;
 use std::time::Duration;
 
-/// Non-blocking polls from find-runnable are at least this far apart.
-pub(crate) const MIN_POLL_GAP: Duration = Duration::from_micros(20);
-/// The monitor polls if nobody has for this long (Go's sysmon: 10 ms).
-pub(crate) const SYSMON_POLL_GAP: Duration = Duration::from_millis(10);
 /// Events taken per `epoll_wait` (Go takes 128).
 const EVENTS: usize = 128;
 /// The token of the eventfd that breaks a blocking poll.
 const WAKE_TOKEN: Token = Token(usize::MAX);
-
-/// The runtime's poller: the epoll, made on first use.
-pub(crate) struct Poller {
-    driver: OnceLock<Arc<Driver>>,
-    /// Serialises the making of the driver (which may fail, e.g. `EMFILE`).
-    init: Mutex<()>,
-}
 
 /// The epoll and what goes with it.
 pub(crate) struct Driver {
@@ -178,63 +166,21 @@ impl Slots {
     }
 }
 
-impl Poller {
-    pub(crate) fn new() -> Poller {
-        Poller {
-            driver: OnceLock::new(),
-            init: Mutex::new(()),
-        }
-    }
-
-    /// The driver, made on first use.
-    fn driver(&self) -> io::Result<&Arc<Driver>> {
-        if let Some(d) = self.driver.get() {
-            return Ok(d);
-        }
-        let _g = self.init.lock().unpoison();
-        if let Some(d) = self.driver.get() {
-            return Ok(d);
-        }
-        let d = Driver::new()?;
-        Ok(self.driver.get_or_init(|| d))
-    }
-
-    /// The driver if sockets are registered (the sleeper then sleeps in it).
-    pub(crate) fn active(&self) -> Option<&Arc<Driver>> {
-        // Relaxed: a stale zero only makes the sleeper use its futex this
-        // once; the 0 → 1 transition kicks it (`Sched::poller_activated`).
-        self.driver
-            .get()
-            .filter(|d| d.registered.load(Ordering::Relaxed) > 0)
-    }
-
-    /// A non-blocking poll if one is due (see module docs); appends the
-    /// readied wakers to `out`. Returns whether it polled.
-    pub(crate) fn poll_if_due(
-        &self,
-        gap: Duration,
-        counters: &AtomicU64,
-        out: &mut Vec<Waker>,
-    ) -> bool {
-        let Some(d) = self.active() else {
-            return false;
-        };
-        let now = clock::now();
-        // Relaxed: a rate limit; a stale value costs one early or late poll.
-        let last = d.last_poll.load(Ordering::Relaxed);
-        if now < last.saturating_add(gap.as_nanos() as u64) {
-            return false;
-        }
-        let Ok(mut st) = d.poll.try_lock() else {
-            return false; // another thread polls (maybe blocked): it delivers
-        };
-        counters.fetch_add(1, Ordering::Relaxed);
-        d.poll_locked(&mut st, Some(Duration::ZERO), out);
-        true
-    }
-}
-
 impl Driver {
+    /// The driver of `sched`, made on first use (`sched/netpoll.rs`).
+    fn of(sched: &Sched) -> io::Result<Arc<Driver>> {
+        let any = sched.netpoll.get_or_try_init(|| {
+            let d = Driver::new()?;
+            Ok((
+                d.clone() as Arc<dyn Netpoll>,
+                d as Arc<dyn Any + Send + Sync>,
+            ))
+        })?;
+        Ok(any
+            .downcast::<Driver>()
+            .expect("goro: the runtime's poller is net's epoll driver"))
+    }
+
     fn new() -> io::Result<Arc<Driver>> {
         let poll = mio::Poll::new()?;
         let registry = poll.registry().try_clone()?;
@@ -250,26 +196,6 @@ impl Driver {
             registered: AtomicUsize::new(0),
             last_poll: AtomicU64::new(0),
         }))
-    }
-
-    /// Blocks in the epoll for at most `timeout` (`None`: no limit) and
-    /// appends the readied wakers to `out`. Only the timer sleeper calls it;
-    /// it does not wait if `handed` says, once the lock is held, that the
-    /// sleeper has been handed something (`park.rs`: a non-blocking poll
-    /// on another M may have taken the break meant for it).
-    pub(crate) fn poll_blocking(
-        &self,
-        timeout: Option<Duration>,
-        counter: &AtomicU64,
-        out: &mut Vec<Waker>,
-        handed: &dyn Fn() -> bool,
-    ) {
-        let mut st = self.poll.lock().unpoison();
-        if handed() {
-            return;
-        }
-        counter.fetch_add(1, Ordering::Relaxed);
-        self.poll_locked(&mut st, timeout, out);
     }
 
     fn poll_locked(&self, st: &mut PollState, timeout: Option<Duration>, out: &mut Vec<Waker>) {
@@ -312,6 +238,47 @@ impl Driver {
     }
 }
 
+impl Netpoll for Driver {
+    fn active(&self) -> bool {
+        // Relaxed: a stale zero only makes the sleeper use its futex this
+        // once; the 0 → 1 transition kicks it (`Sched::poller_activated`).
+        self.registered.load(Ordering::Relaxed) > 0
+    }
+
+    fn poll_if_due(&self, gap: Duration, counter: &AtomicU64, out: &mut Vec<Waker>) -> bool {
+        if !self.active() {
+            return false;
+        }
+        let now = clock::now();
+        // Relaxed: a rate limit; a stale value costs one early or late poll.
+        let last = self.last_poll.load(Ordering::Relaxed);
+        if now < last.saturating_add(gap.as_nanos() as u64) {
+            return false;
+        }
+        let Ok(mut st) = self.poll.try_lock() else {
+            return false; // another thread polls (maybe blocked): it delivers
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.poll_locked(&mut st, Some(Duration::ZERO), out);
+        true
+    }
+
+    fn poll_blocking(
+        &self,
+        timeout: Option<Duration>,
+        counter: &AtomicU64,
+        out: &mut Vec<Waker>,
+        handed: &dyn Fn() -> bool,
+    ) {
+        let mut st = self.poll.lock().unpoison();
+        if handed() {
+            return;
+        }
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.poll_locked(&mut st, timeout, out);
+    }
+}
+
 impl PollBreak for Driver {
     /// Breaks a blocking poll (Go's `netpollBreak`).
     fn wake(&self) {
@@ -340,7 +307,7 @@ impl Registration {
                 "goro::net used outside a goro runtime: create sockets in a goro task or inside Runtime::block_on",
             )
         })?;
-        let driver = sched.poller.driver()?.clone();
+        let driver = Driver::of(&sched)?;
         let io = Arc::new(ScheduledIo::new());
         let token = driver.slots.lock().unpoison().insert(io.clone());
         if let Err(e) = driver.registry.register(
@@ -391,120 +358,6 @@ fn close_slot(
 ) -> [Option<Arc<crate::sched::timer::TimerInner>>; 2] {
     slots.lock().unpoison().remove(token);
     io.close(out)
-}
-
-impl Sched {
-    /// The first socket was registered: the timer sleeper, if any, sleeps on
-    /// its futex and must move into the epoll; without one, start a thread
-    /// that will become it (as `timer_added` does for a first timer).
-    fn poller_activated(&self) {
-        // The sleeper publishes itself under this lock before it decides
-        // between futex and epoll, so either it sees the registration or we
-        // see it (and the re-check it gets makes it decide again).
-        let sleeper = self.timer_sleeper.lock().unpoison().clone();
-        match sleeper {
-            Some(parker) => parker.unpark(Handoff::Recheck),
-            None => self.wakep(),
-        }
-    }
-}
-
-impl Machine {
-    /// Find-runnable's non-blocking poll (steps 2 and 6), if due. Returns
-    /// the head of this P's queue once the poll readied something onto it.
-    pub(crate) fn netpoll(&mut self) -> Option<Runnable> {
-        let pid = self.p();
-        // Fields, not methods: `sched` and `ready` are borrowed apart (no
-        // reference-count traffic on the shared `Arc` for every poll).
-        let sched = &*self.sched;
-        let p = &sched.ps[pid];
-        if !sched
-            .poller
-            .poll_if_due(MIN_POLL_GAP, &p.counters.netpolls, &mut self.ready)
-        {
-            return None;
-        }
-        if self.ready.is_empty() {
-            return None;
-        }
-        bump(&p.counters.netpoll_ready, self.ready.len() as u64);
-        crate::sched::trace::netpoll(sched, self.ready.len());
-        wake_batch(sched, &mut self.ready);
-        p.runq.get(false).map(|(t, _)| t)
-    }
-
-    /// Sleeps as the timer sleeper for `timeout`: in the epoll if sockets
-    /// are registered (keeping what it readied in `self.ready`), else on
-    /// the parker's futex.
-    pub(crate) fn sleeper_park(&mut self, timeout: Option<Duration>) -> Option<Handoff> {
-        let sched = self.sched.clone();
-        let parker = self.parker.clone();
-        match sched.poller.active() {
-            Some(d) => {
-                let ready = &mut self.ready;
-                parker.park_polling(d.clone(), |handed| {
-                    d.poll_blocking(timeout, &sched.counters.netpolls, ready, handed)
-                })
-            }
-            None => parker.park(timeout),
-        }
-    }
-
-    /// Whether the sleeper's blocking poll readied tasks not yet woken.
-    pub(crate) fn has_ready(&self) -> bool {
-        !self.ready.is_empty()
-    }
-
-    /// Wakes what the blocking poll readied: into this M's P if it holds
-    /// one, else to the global queue (Go's `injectglist`).
-    pub(crate) fn deliver_ready(&mut self) {
-        let n = self.ready.len() as u64;
-        let sched = self.sched.clone();
-        crate::sched::trace::netpoll(&sched, n as usize);
-        if let Some(pid) = crate::sched::machine::current_p(&sched) {
-            bump(&sched.ps[pid].counters.netpoll_ready, n);
-            wake_batch(&sched, &mut self.ready);
-        } else {
-            bump_shared(&sched.counters.netpoll_ready, n);
-            wake_all(&mut self.ready);
-        }
-    }
-}
-
-/// Wakes a poll's batch on the current P as Go's `injectglist` does: each
-/// task to the tail of the P's queue in the order the poll saw them (the
-/// quiet mode timer runs use, `WakeTarget::TimerBatch`), then one `wakep`
-/// for the lot, instead of a `runnext` bump and a fenced `wakep` per task.
-fn wake_batch(sched: &Sched, wakers: &mut Vec<Waker>) {
-    use crate::sched::machine::CTX;
-    struct Quiet;
-    impl Drop for Quiet {
-        fn drop(&mut self) {
-            CTX.with(|c| c.timer_wakes.set(false));
-        }
-    }
-    CTX.with(|c| c.timer_wakes.set(true));
-    let quiet = Quiet; // ends the mode even if a waker panics
-    let many = wakers.len() > 1;
-    wake_all(wakers);
-    drop(quiet);
-    if many {
-        sched.wakep(); // the first runs here; a thief for the rest
-    }
-}
-
-/// The monitor's poll (see module docs): wakes what it readied into the
-/// global queue.
-pub(crate) fn sysmon_poll(sched: &Sched) {
-    let mut out = Vec::new();
-    if sched
-        .poller
-        .poll_if_due(SYSMON_POLL_GAP, &sched.counters.netpolls, &mut out)
-    {
-        bump_shared(&sched.counters.netpoll_ready, out.len() as u64);
-        crate::sched::trace::netpoll(sched, out.len());
-        wake_all(&mut out);
-    }
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@
 
 use crate::loom::Unpoison;
 use crate::runtime::dump::Dump;
-use crate::sched::task_meta::{human, Reason, State};
+use crate::sched::task_meta::{human, State};
 use crate::sched::Sched;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
@@ -79,8 +79,6 @@ pub(crate) struct Detector {
     failure: Mutex<Option<String>>,
     /// Threads in `block_on`, to wake with a failure.
     callers: Mutex<Vec<std::thread::Thread>>,
-    /// The reason the last `block_on` poll gave for parking.
-    block_on_reason: AtomicU8,
 }
 
 impl Detector {
@@ -90,7 +88,6 @@ impl Detector {
             grace_ns: AtomicU64::new(DEFAULT_DEADLOCK_GRACE.as_nanos() as u64),
             failure: Mutex::new(None),
             callers: Mutex::new(Vec::new()),
-            block_on_reason: AtomicU8::new(Reason::Other as u8),
         }
     }
 
@@ -119,15 +116,6 @@ impl Detector {
         }
     }
 
-    /// What the last `block_on` poll said it parked on.
-    pub(crate) fn block_on_reason(&self) -> Reason {
-        Reason::from_u8(self.block_on_reason.load(Ordering::Relaxed))
-    }
-
-    pub(crate) fn set_block_on_reason(&self, r: Reason) {
-        self.block_on_reason.store(r as u8, Ordering::Relaxed);
-    }
-
     pub(crate) fn enter_block_on(&self) {
         self.callers.lock().unpoison().push(std::thread::current());
     }
@@ -148,8 +136,7 @@ impl Detector {
 
 /// Runs the check after `idle_for` of continuous idleness (the monitor
 /// runs it once per idle period).
-pub(crate) fn check(sched: &Sched, idle_for: Duration) {
-    let det = &sched.deadlock;
+pub(crate) fn check(det: &Detector, sched: &Sched, idle_for: Duration) {
     let Some(line) = likely_deadlock(sched, idle_for) else {
         return;
     };
@@ -178,10 +165,10 @@ fn likely_deadlock(sched: &Sched, idle_for: Duration) -> Option<String> {
         return None;
     }
     let timers = sched.global_timers.len() + sched.ps.iter().map(|p| p.timers.len()).sum::<usize>();
-    if timers > 0 || sched.poller.active().is_some() || sched.blocking.busy() {
+    if timers > 0 || sched.netpoll.active().is_some() || sched.blocking.busy() {
         return None;
     }
-    let block_on_reason = sched.deadlock.block_on_reason();
+    let block_on_reason = sched.block_on_reason();
     if !block_on_reason.needs_a_task() {
         return None;
     }

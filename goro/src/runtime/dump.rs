@@ -108,7 +108,7 @@ impl Dump {
             procs: sched.procs(),
             block_on: {
                 let (polling, parked) = sched.block_on_callers();
-                (polling, parked, sched.deadlock.block_on_reason())
+                (polling, parked, sched.block_on_reason())
             },
         }
     }

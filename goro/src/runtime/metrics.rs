@@ -33,43 +33,9 @@
 
 use crate::stats::Stats;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-/// One poll (per P) and one wake (per thread) in this many is timed.
-pub const SAMPLE_EVERY: u64 = 64;
-
-/// Buckets: `[0, 2)`, then `[2^k, 2^(k+1))` for k = 1..=40, the last one
-/// open-ended (2^40 ns is about 18 minutes).
-const BUCKETS: usize = 41;
-
-/// A live histogram (per P), written with relaxed `fetch_add`s.
-pub(crate) struct Hist {
-    counts: [AtomicU64; BUCKETS],
-}
-
-impl Hist {
-    pub(crate) fn new() -> Hist {
-        Hist {
-            counts: std::array::from_fn(|_| AtomicU64::new(0)),
-        }
-    }
-
-    #[inline]
-    pub(crate) fn record(&self, v: u64) {
-        let k = (64 - v.leading_zeros() as usize)
-            .saturating_sub(1)
-            .min(BUCKETS - 1);
-        // Relaxed: a statistic; several writers (a P's owner, the monitor, a
-        // thread that lost the P inside its poll) may add at once.
-        self.counts[k].fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn add_to(&self, h: &mut Histogram) {
-        for (c, a) in h.counts.iter_mut().zip(&self.counts) {
-            *c += a.load(Ordering::Relaxed);
-        }
-    }
-}
+use crate::sched::sampling::BUCKETS;
+pub use crate::sched::sampling::SAMPLE_EVERY;
 
 /// A snapshot of a histogram in power-of-two buckets.
 ///
@@ -166,23 +132,6 @@ impl fmt::Debug for Histogram {
     }
 }
 
-/// A P's live histograms.
-pub(crate) struct ProcMetrics {
-    pub(crate) wake_to_run: Hist,
-    pub(crate) poll: Hist,
-    pub(crate) queue_depth: Hist,
-}
-
-impl ProcMetrics {
-    pub(crate) fn new() -> ProcMetrics {
-        ProcMetrics {
-            wake_to_run: Hist::new(),
-            poll: Hist::new(),
-            queue_depth: Hist::new(),
-        }
-    }
-}
-
 /// Latency and load metrics of a runtime (see the module docs).
 ///
 /// Durations are in nanoseconds, depths in tasks. The histograms are
@@ -215,11 +164,11 @@ impl Metrics {
         // Every P ever made for the latencies (a removed P's past counts);
         // the active ones for queue depths.
         for (i, p) in sched.ps.iter().enumerate() {
-            p.metrics.wake_to_run.add_to(&mut m.wake_to_run);
-            p.metrics.poll.add_to(&mut m.poll_duration);
+            p.metrics.wake_to_run.add_to(&mut m.wake_to_run.counts);
+            p.metrics.poll.add_to(&mut m.poll_duration.counts);
             if i < m.procs {
                 let mut q = Histogram::default();
-                p.metrics.queue_depth.add_to(&mut q);
+                p.metrics.queue_depth.add_to(&mut q.counts);
                 m.queue_depth.push(q);
             }
         }
@@ -235,21 +184,6 @@ impl Metrics {
         }
         h
     }
-}
-
-/// Whether this thread's next wake is timed ([`SAMPLE_EVERY`]).
-#[inline]
-pub(crate) fn sample_wake() -> bool {
-    thread_local! {
-        static WAKES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-    }
-    WAKES
-        .try_with(|c| {
-            let n = c.get().wrapping_add(1);
-            c.set(n);
-            n.is_multiple_of(SAMPLE_EVERY)
-        })
-        .unwrap_or(false)
 }
 
 /// [`publish`] for the monitor: the runtime's metrics, labelled with its
@@ -300,6 +234,7 @@ pub fn publish(m: &Metrics, runtime: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sched::sampling::Hist;
 
     #[test]
     fn buckets_and_quantiles() {
@@ -308,7 +243,7 @@ mod tests {
             h.record(v);
         }
         let mut s = Histogram::default();
-        h.add_to(&mut s);
+        h.add_to(&mut s.counts);
         assert_eq!(s.count(), 8);
         let b: Vec<_> = s.buckets().collect();
         assert_eq!(

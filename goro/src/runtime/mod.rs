@@ -22,6 +22,7 @@ pub mod deadlock;
 pub mod dump;
 pub mod metrics;
 pub use crate::sched::policy;
+mod monitor;
 pub mod procs;
 mod signal;
 mod trace_api;
@@ -34,7 +35,7 @@ use crate::sched::task::JoinHandle;
 use crate::sched::task_meta::{PollScope, TaskId};
 use crate::sched::Sched;
 use crate::stats::Stats;
-use deadlock::Deadlock;
+use deadlock::{Deadlock, Detector};
 use dump::Dump;
 use policy::Policy;
 use std::future::Future;
@@ -239,7 +240,8 @@ impl Builder {
                 "goro: deadlock_grace({grace:?}) is out of range: accepted 10ms or more"
             )));
         }
-        sched.deadlock.configure(deadlock, grace);
+        let detector = Arc::new(Detector::new());
+        detector.configure(deadlock, grace);
         match std::env::var("GORO_DUMP_SIGNAL") {
             Ok(v) => signal::register(&sched, signal::parse(&v).map_err(invalid)?)?,
             Err(std::env::VarError::NotPresent) => {}
@@ -257,11 +259,13 @@ impl Builder {
             .store(follow, std::sync::atomic::Ordering::Relaxed);
         crate::sched::trace::from_env(&sched)?;
         let s = sched.clone();
+        let hooks = monitor::RuntimeHooks::new(detector.clone());
         let monitor = std::thread::Builder::new()
             .name(format!("{}-monitor", sched.thread_name))
-            .spawn(move || crate::sched::sysmon::monitor_main(s))?;
+            .spawn(move || crate::sched::sysmon::monitor_main(s, Box::new(hooks)))?;
         Ok(Runtime {
             sched,
+            deadlock: detector,
             monitor: Some(monitor),
             source,
         })
@@ -329,6 +333,8 @@ fn schedtrace_from_env() -> Result<Option<Duration>, String> {
 /// ```
 pub struct Runtime {
     sched: Arc<Sched>,
+    /// The likely-deadlock check's state, shared with the monitor.
+    deadlock: Arc<Detector>,
     monitor: Option<std::thread::JoinHandle<()>>,
     source: procs::ProcsSource,
 }
@@ -441,8 +447,8 @@ impl Runtime {
         let waker = Waker::from(parker.clone());
         let mut cx = Context::from_waker(&waker);
         let mut future = pin!(future);
-        let _caller = BlockOnCaller::enter(&self.sched);
-        let deadlock = &self.sched.deadlock;
+        let _caller = BlockOnCaller::enter(&self.sched, &self.deadlock);
+        let deadlock = &self.deadlock;
         loop {
             // Not a task (id 0): what it spawns has no parent, and the
             // reason it parks goes to the deadlock check.
@@ -450,7 +456,7 @@ impl Runtime {
             if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
                 return v;
             }
-            deadlock.set_block_on_reason(scope.reason().0);
+            self.sched.set_block_on_reason(scope.reason().0);
             drop(scope);
             // Acquire: pairs with the Release swap in `wake`, so what the
             // waker published before waking us is visible to the next poll.
@@ -592,20 +598,20 @@ impl Drop for Runtime {
 }
 
 /// Counts a `block_on` caller for the dump while it lives.
-struct BlockOnCaller<'a>(&'a Sched);
+struct BlockOnCaller<'a>(&'a Sched, &'a Detector);
 
 impl<'a> BlockOnCaller<'a> {
-    fn enter(sched: &'a Sched) -> BlockOnCaller<'a> {
+    fn enter(sched: &'a Sched, deadlock: &'a Detector) -> BlockOnCaller<'a> {
         // Relaxed: a count for reports (`Sched::block_on_callers`).
         sched.block_on_polling.fetch_add(1, Ordering::Relaxed);
-        sched.deadlock.enter_block_on();
-        BlockOnCaller(sched)
+        deadlock.enter_block_on();
+        BlockOnCaller(sched, deadlock)
     }
 }
 
 impl Drop for BlockOnCaller<'_> {
     fn drop(&mut self) {
-        self.0.deadlock.leave_block_on();
+        self.1.leave_block_on();
         self.0.block_on_polling.fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -182,7 +182,7 @@ pub(super) fn model_sched_with(procs: usize, policy: Policy) -> Arc<Sched> {
         policy,
         "loom".into(),
         None,
-        crate::runtime::DEFAULT_POOL_CYCLE,
+        std::time::Duration::from_secs(1), // the builder's default pool cycle
         false,
     )
 }

@@ -20,9 +20,9 @@
 
 use crate::loom::Ordering;
 use crate::rng::Rng;
-use crate::runtime::metrics::SAMPLE_EVERY;
 use crate::sched::backoff::Backoff;
 use crate::sched::park::{Handoff, Parker};
+use crate::sched::sampling::SAMPLE_EVERY;
 use crate::sched::task::Runnable;
 use crate::sched::task_meta::State;
 use crate::sched::Sched;

@@ -53,11 +53,14 @@ mod loom_resize;
 #[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod machine;
+pub(crate) mod netpoll;
 pub(crate) mod park;
 pub mod policy;
+pub(crate) mod pool_hooks;
 pub(crate) mod processor;
 pub(crate) mod resize;
 pub(crate) mod runq;
+pub(crate) mod sampling;
 pub(crate) mod sleep;
 pub(crate) mod spawn;
 pub(crate) mod steal;
@@ -118,8 +121,9 @@ pub(crate) struct Sched {
     /// wake (the dump shows them; the deadlock check needs them parked).
     pub(crate) block_on_polling: AtomicUsize,
     pub(crate) block_on_parked: AtomicUsize,
-    /// The likely-deadlock check (`runtime/deadlock.rs`).
-    pub(crate) deadlock: crate::runtime::deadlock::Detector,
+    /// What the last `block_on` poll said it parked on (a `Reason`), for
+    /// the dump and the deadlock check.
+    block_on_reason: std::sync::atomic::AtomicU8,
     /// Counters for events that happen without a P.
     pub(crate) counters: CachePadded<Counters>,
     pub(crate) monitor: sysmon::Monitor,
@@ -144,7 +148,7 @@ pub(crate) struct Sched {
     /// Ourselves, to hand an `Arc` to new threads.
     pub(crate) me: Weak<Sched>,
     /// The network poller (epoll made on the first socket; net/poller.rs).
-    pub(crate) poller: crate::net::poller::Poller,
+    pub(crate) netpoll: netpoll::NetpollSlot,
     /// Pool hook: how often the monitor cycles pools (`Builder::pool_cycle`).
     pub(crate) pool_cycle: std::time::Duration,
     /// Whether find-runnable's slow path reads the thread CPU clock at
@@ -179,7 +183,7 @@ impl Sched {
             tasks: task_table::TaskTable::new(),
             block_on_polling: AtomicUsize::new(0),
             block_on_parked: AtomicUsize::new(0),
-            deadlock: crate::runtime::deadlock::Detector::new(),
+            block_on_reason: std::sync::atomic::AtomicU8::new(task_meta::Reason::Other as u8),
             counters: CachePadded::new(Counters::default()),
             monitor: sysmon::Monitor::new(schedtrace),
             blocking: blocking::BlockingPool::new(),
@@ -194,7 +198,7 @@ impl Sched {
             me: me.clone(),
             pool_cycle,
             measure_find_cpu,
-            poller: crate::net::poller::Poller::new(),
+            netpoll: netpoll::NetpollSlot::new(),
             #[cfg(loom)]
             loom_started: Mutex::new(Vec::new()),
             trace: crate::sched::trace::Trace::new(procs),
@@ -481,6 +485,15 @@ impl Sched {
     }
 
     /// `block_on` callers: (polling, parked).
+    pub(crate) fn block_on_reason(&self) -> task_meta::Reason {
+        // Relaxed: a report's snapshot.
+        task_meta::Reason::from_u8(self.block_on_reason.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn set_block_on_reason(&self, r: task_meta::Reason) {
+        self.block_on_reason.store(r as u8, Ordering::Relaxed);
+    }
+
     pub(crate) fn block_on_callers(&self) -> (usize, usize) {
         // Relaxed: counts for a report, a moment old at worst.
         (
@@ -511,7 +524,7 @@ fn ready(task: &Runnable, on: Option<usize>) {
 /// Times this wake if it is this thread's one in `SAMPLE_EVERY`.
 #[inline]
 fn sample_wake(meta: &task_meta::TaskMeta) {
-    if crate::runtime::metrics::sample_wake() {
+    if sampling::sample_wake() {
         meta.mark_woken(crate::sched::clock::now());
     }
 }

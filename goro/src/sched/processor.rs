@@ -36,9 +36,9 @@ pub(crate) struct Processor {
     pub(crate) timers: Arc<TimerQueue>,
     /// Pool hook: this P's process-wide pool slot and pin record, allocated
     /// on its first pool use (see `sync::pool::local`).
-    pub(crate) pool: crate::sync::pool::ProcSlot,
+    pub(crate) pool: super::pool_hooks::PoolSlot,
     /// Latency and queue-depth histograms (`runtime/metrics.rs`).
-    pub(crate) metrics: crate::runtime::metrics::ProcMetrics,
+    pub(crate) metrics: super::sampling::ProcMetrics,
 }
 
 impl Processor {
@@ -52,8 +52,8 @@ impl Processor {
             mon_when: AtomicU64::new(0),
             counters: Counters::default(),
             timers: TimerQueue::new(sched),
-            pool: crate::sync::pool::ProcSlot::new(),
-            metrics: crate::runtime::metrics::ProcMetrics::new(),
+            pool: super::pool_hooks::PoolSlot::new(),
+            metrics: super::sampling::ProcMetrics::new(),
         }
     }
 

@@ -29,6 +29,7 @@
 use crate::loom::Unpoison;
 use crate::loom::{AtomicBool, Condvar, Mutex, Ordering};
 use crate::sched::clock::instant_after;
+use crate::sched::pool_hooks;
 use crate::sched::Sched;
 use crate::stats::bump_shared;
 use std::sync::Arc;
@@ -90,8 +91,20 @@ impl Monitor {
     }
 }
 
+/// What the layers above the scheduler run from the monitor; the runtime
+/// implements it (`runtime/monitor.rs`) and hands it to [`monitor_main`].
+pub(crate) trait MonitorHooks: Send {
+    /// How long every P must stay idle before [`MonitorHooks::idle`] is
+    /// called for that idle period; `None`: never.
+    fn idle_grace(&self) -> Option<Duration>;
+    /// Every P has been idle for `idle_for` (once per idle period).
+    fn idle(&mut self, sched: &Sched, idle_for: Duration);
+    /// A monitor round while some P is busy.
+    fn busy_round(&mut self, sched: &Sched);
+}
+
 /// The monitor thread's body.
-pub(crate) fn monitor_main(sched: Arc<Sched>) {
+pub(crate) fn monitor_main(sched: Arc<Sched>, mut hooks: Box<dyn MonitorHooks>) {
     let mon = &sched.monitor;
     let mut delay = MIN_SLEEP;
     let mut last_trace = Instant::now();
@@ -103,22 +116,20 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
     // whatever could end it, a timer, a socket, a blocking call, makes the
     // runtime busy first).
     let mut idle_since: Option<Instant> = None;
-    #[cfg(feature = "metrics")]
-    let mut last_publish = Instant::now();
     let mut checked = false;
-    let mut follow = crate::runtime::procs::Follow::new();
     loop {
         if sched.is_shutdown() {
             return;
         }
         let trace_due = mon.schedtrace.map(|iv| instant_after(last_trace, iv));
-        let pool_due = if idle_pool_cycles < 2 && crate::sync::pool::any_values() {
-            Some(pool_next)
-        } else {
-            // Nothing to cycle: the first values get a whole interval.
-            pool_next = instant_after(Instant::now(), sched.pool_cycle);
-            None
-        };
+        let pool_due =
+            if idle_pool_cycles < 2 && pool_hooks::hooks().is_some_and(|h| (h.any_values)()) {
+                Some(pool_next)
+            } else {
+                // Nothing to cycle: the first values get a whole interval.
+                pool_next = instant_after(Instant::now(), sched.pool_cycle);
+                None
+            };
         // A removed P still held by a busy M is work to watch (resize.rs).
         let idle = sched.idle.npidle() == sched.procs()
             && sched.global.is_empty()
@@ -127,7 +138,7 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
             idle_since = None;
             checked = false;
         }
-        let deadlock_due = match (idle, sched.deadlock.grace(), checked) {
+        let deadlock_due = match (idle, hooks.idle_grace(), checked) {
             (true, Some(grace), false) => Some(instant_after(
                 *idle_since.get_or_insert_with(Instant::now),
                 grace,
@@ -169,14 +180,15 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
         crate::sched::clock::refresh_coarse();
         if let (Some(t), Some(since)) = (deadlock_due, idle_since) {
             if Instant::now() >= t {
-                crate::runtime::deadlock::check(&sched, since.elapsed());
+                hooks.idle(&sched, since.elapsed());
                 checked = true;
             }
         }
         if pool_due.is_some_and(|t| Instant::now() >= t) {
             crate::sched::trace::pool_cycle(&sched);
-            pool_next =
-                crate::sync::pool::monitor_cycle(sched.pool_cycle, sched.policy.pool_victim);
+            if let Some(h) = pool_hooks::hooks() {
+                pool_next = (h.cycle)(sched.pool_cycle, sched.policy.pool_victim);
+            }
             if idle {
                 idle_pool_cycles += 1;
             }
@@ -184,20 +196,16 @@ pub(crate) fn monitor_main(sched: Arc<Sched>) {
         if !idle {
             // Nobody polled for a while (every P busy in long polls):
             // poll for them (Go's sysmon does; net/poller.rs).
-            crate::net::poller::sysmon_poll(&sched);
+            super::netpoll::sysmon_poll(&sched);
             sched.sweep_retired();
-            // Following the machine's CPU limit: only while there is work,
-            // so an idle runtime still makes no wakeups (Go does the same).
-            follow.tick(&sched);
             // Queue depths, for the metrics (runtime/metrics.rs).
             for p in sched.ps.iter().take(sched.procs()) {
                 p.metrics.queue_depth.record(p.runq.len() as u64);
             }
-            #[cfg(feature = "metrics")]
-            if last_publish.elapsed() >= Duration::from_secs(1) {
-                last_publish = Instant::now();
-                crate::runtime::metrics::publish_sched(&sched);
-            }
+            // Only while there is work, so an idle runtime still makes no
+            // wakeups (Go does the same): following the machine's CPU
+            // limit, publishing metrics.
+            hooks.busy_round(&sched);
         }
         let retook = retake(&sched);
         delay = if retook {

@@ -162,7 +162,7 @@ pub(crate) struct TState {
     /// Sequence number of the live heap entry (or of the next one).
     seq: u64,
     /// The queue holding the live entry, and the entry's deadline.
-    pub(super) entry: Option<(Arc<TimerQueue>, u64)>,
+    pub(crate) entry: Option<(Arc<TimerQueue>, u64)>,
     pub(crate) action: Action,
 }
 
@@ -222,7 +222,7 @@ pub(crate) struct TimerQueue {
     next: AtomicU64,
     /// Entries orphaned by stop/reset and not yet removed. Exact: an
     /// orphaning counts itself before a sweep can see the entry dead.
-    pub(super) zombies: AtomicUsize,
+    pub(crate) zombies: AtomicUsize,
     /// Heap entries, live and zombie.
     len: AtomicUsize,
     /// The runtime the queue belongs to.

@@ -175,7 +175,8 @@ fn chan_timer(
     clock::now();
     let t = TimerInner::for_chan(q.clone());
     let c = crate::loom::Arc::new(Chan::with_timer(1, Some(t.clone())));
-    t.attach_chan(&c);
+    // SAFETY: the channel detaches its timer in its drop (`chan.rs`).
+    unsafe { t.attach_chan(&*c) };
     assert_eq!(
         t.set(when, period),
         (false, false),

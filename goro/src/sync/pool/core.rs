@@ -62,7 +62,7 @@ impl<'a> Who<'a> {
     /// # Safety
     /// For as long as this `Who` is used, the calling thread is the only one
     /// using `slot` and `pin` (it holds the P they belong to), and `slot` is
-    /// below `MAX_SLOTS` (as every slot `ProcSlot` hands out is).
+    /// below `MAX_SLOTS` (as every slot `local::new_ids` hands out is).
     #[inline]
     pub(crate) unsafe fn owner(slot: Option<usize>, pin: &'a PinRecord) -> Who<'a> {
         debug_assert!(slot.is_none_or(|s| s < MAX_SLOTS), "slot {slot:?}");

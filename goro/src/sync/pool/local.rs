@@ -6,7 +6,7 @@
 //! A pool is global but Ps belong to runtimes, and several runtimes may run at
 //! once (every test binary does): P 0 of one runtime and P 0 of another are
 //! two threads. So each P gets a process-wide *slot* the first time it uses a
-//! pool ([`ProcSlot`]), from a free list that hands out the lowest free number
+//! pool ([`new_ids`]), from a free list that hands out the lowest free number
 //! (dense slots keep the scans short). A slot goes back to the list when its
 //! P is dropped, which is after every thread of its runtime has stopped;
 //! whoever gets it next inherits whatever the old P left in the storage,
@@ -45,8 +45,10 @@ use super::chain::{drain_unwinding, Chain};
 use super::pin::PinRecord;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::{AtomicPtr, AtomicUsize, Ordering};
+use crate::sched::pool_hooks::PoolIds;
 use crossbeam_utils::CachePadded;
 use std::ptr;
+use std::ptr::NonNull;
 
 /// Locals per chunk.
 #[cfg(not(loom))]
@@ -276,40 +278,30 @@ unsafe impl<T: Send> Send for Gen<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for Gen<T> {}
 
-/// A P's pool identity: its storage slot and its pin record, allocated the
-/// first time the P uses a pool and returned when the P is dropped.
-///
-/// This is the scheduler hook in `Processor` (one field). It allocates
-/// nothing until used, so runtimes that never touch a pool (and the
-/// scheduler's loom models) pay nothing.
-#[derive(Default)]
-pub(crate) struct ProcSlot {
-    ids: std::sync::OnceLock<(Option<usize>, &'static PinRecord)>,
-}
-
-impl ProcSlot {
-    pub(crate) fn new() -> ProcSlot {
-        ProcSlot::default()
-    }
-
-    /// The slot (None beyond `MAX_SLOTS`) and the pin record.
-    #[inline(always)]
-    pub(crate) fn get(&self) -> (Option<usize>, &'static PinRecord) {
-        *self
-            .ids
-            .get_or_init(|| (slot_ids::alloc(), super::pin::alloc_record()))
+/// A P's pool identity, kept with the P by the scheduler
+/// (`sched/pool_hooks.rs`): a storage slot (`None` beyond `MAX_SLOTS`)
+/// and a pin record, allocated on the P's first pool use.
+pub(crate) fn new_ids() -> PoolIds {
+    PoolIds {
+        slot: slot_ids::alloc(),
+        record: NonNull::from(super::pin::alloc_record()).cast(),
     }
 }
 
-impl Drop for ProcSlot {
-    fn drop(&mut self) {
-        if let Some((slot, rec)) = self.ids.take() {
-            if let Some(s) = slot {
-                slot_ids::free(s);
-            }
-            super::pin::free_record(rec);
-        }
+/// Gives back the identity of a P that is dropped.
+pub(crate) fn free_ids(ids: PoolIds) {
+    if let Some(s) = ids.slot {
+        slot_ids::free(s);
     }
+    super::pin::free_record(record_of(ids));
+}
+
+/// The pin record in a P's ids.
+#[inline(always)]
+pub(crate) fn record_of(ids: PoolIds) -> &'static PinRecord {
+    // SAFETY: every `PoolIds` comes from `new_ids`, whose record is a
+    // `&'static PinRecord`; the scheduler only stores it.
+    unsafe { ids.record.cast::<PinRecord>().as_ref() }
 }
 
 /// The process-wide allocator of slot numbers.

@@ -98,8 +98,7 @@ mod victim;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-pub(crate) use local::ProcSlot;
-pub(crate) use victim::{any_values, cycle_all, cycles, monitor_cycle};
+pub(crate) use victim::{cycle_all, cycles};
 
 use self::core::{Found, PoolCore, Who};
 use crate::sched::NO_P;
@@ -178,6 +177,12 @@ impl<T: Send + 'static> Pool<T> {
         F: Fn() -> T + Send + Sync + 'static,
     {
         pin::init_barriers();
+        crate::sched::pool_hooks::register(crate::sched::pool_hooks::PoolHooks {
+            new_ids: local::new_ids,
+            free_ids: local::free_ids,
+            any_values: victim::any_values,
+            cycle: victim::monitor_cycle,
+        });
         let shared = Arc::new(Shared {
             core: PoolCore::new(),
             new: Box::new(new),
@@ -358,10 +363,11 @@ unsafe fn here<'a>() -> (Who<'a>, Counts<'a>) {
     match sched {
         Some(s) if p != NO_P => {
             let proc = &s.ps[p];
-            let (slot, rec) = proc.pool.get();
+            let ids = proc.pool.get();
+            let (slot, rec) = (ids.slot, local::record_of(ids));
             // SAFETY: this thread holds P `p` (its context says so) until the
             // caller next runs user code (the contract above); a P's slot and
-            // record are used only by its holder; `ProcSlot` hands out slots
+            // record are used only by its holder; `local::new_ids` hands out slots
             // below MAX_SLOTS only.
             (unsafe { Who::owner(slot, rec) }, Counts::P(&proc.counters))
         }

@@ -15,7 +15,7 @@
 //! even between sections. Entering stores `s + 1`, leaving stores `s + 2`,
 //! both plain `Release` stores (a `mov` on x86), never a read-modify-write.
 //! Each P owns one record (allocated the first time the P uses a pool, see
-//! `local::ProcSlot`); a thread without a P uses a thread-local guest record.
+//! `local::new_ids`); a thread without a P uses a thread-local guest record.
 //!
 //! # Why a store, a barrier and a load suffice
 //!
