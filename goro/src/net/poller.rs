@@ -169,7 +169,7 @@ impl Slots {
 impl Driver {
     /// The driver of `sched`, made on first use (`sched/netpoll.rs`).
     fn of(sched: &Sched) -> io::Result<Arc<Driver>> {
-        let any = sched.netpoll.get_or_try_init(|| {
+        let any = sched.netpoll().get_or_try_init(|| {
             let d = Driver::new()?;
             Ok((
                 d.clone() as Arc<dyn Netpoll>,

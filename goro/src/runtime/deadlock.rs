@@ -156,16 +156,14 @@ pub(crate) fn check(det: &Detector, sched: &Sched, idle_for: Duration) {
 /// The one-line verdict, or `None` when something could still wake a task.
 fn likely_deadlock(sched: &Sched, idle_for: Duration) -> Option<String> {
     // Everything is idle (re-checked: the monitor read it before sleeping).
-    if sched.idle.npidle() != sched.procs() || !sched.global.is_empty() || sched.resize.held() != 0
-    {
+    if !sched.all_idle() {
         return None;
     }
     let (polling, parked) = sched.block_on_callers();
     if parked == 0 || polling > 0 {
         return None;
     }
-    let timers = sched.global_timers.len() + sched.ps.iter().map(|p| p.timers.len()).sum::<usize>();
-    if timers > 0 || sched.netpoll.active().is_some() || sched.blocking.busy() {
+    if !sched.no_outside_wakers() {
         return None;
     }
     let block_on_reason = sched.block_on_reason();
@@ -174,7 +172,7 @@ fn likely_deadlock(sched: &Sched, idle_for: Duration) -> Option<String> {
     }
     let mut tasks = 0usize;
     let mut all_parked_on_tasks = true;
-    sched.tasks.for_each(|m| {
+    sched.tasks().for_each(|m| {
         tasks += 1;
         match m.get().0 {
             State::Parked(r, _) if r.needs_a_task() => {}

@@ -84,7 +84,7 @@ impl Dump {
     pub(crate) fn take(sched: &Sched) -> Dump {
         let now = crate::sched::clock::now();
         let mut tasks = Vec::new();
-        sched.tasks.for_each(|m| {
+        sched.tasks().for_each(|m| {
             let (state, since) = m.get();
             let deadline_in = match state {
                 State::Parked(Reason::Sleep | Reason::NetRead | Reason::NetWrite, d) if d != 0 => {

@@ -163,7 +163,7 @@ impl Metrics {
         };
         // Every P ever made for the latencies (a removed P's past counts);
         // the active ones for queue depths.
-        for (i, p) in sched.ps.iter().enumerate() {
+        for (i, p) in sched.all_ps().iter().enumerate() {
             p.metrics.wake_to_run.add_to(&mut m.wake_to_run.counts);
             p.metrics.poll.add_to(&mut m.poll_duration.counts);
             if i < m.procs {
@@ -172,7 +172,7 @@ impl Metrics {
                 m.queue_depth.push(q);
             }
         }
-        sched.tasks.for_each(|_| m.tasks += 1);
+        sched.tasks().for_each(|_| m.tasks += 1);
         m
     }
 
@@ -192,7 +192,7 @@ impl Metrics {
 pub(crate) fn publish_sched(sched: &crate::sched::Sched) {
     let mut stats = sched.stats();
     stats.pool_cycles = crate::sync::pool::cycles();
-    publish(&Metrics::take(sched, stats), &sched.thread_name);
+    publish(&Metrics::take(sched, stats), sched.thread_name());
 }
 
 /// Publishes `m` through the `metrics` facade: every counter of `Stats` as

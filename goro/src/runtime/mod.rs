@@ -27,7 +27,6 @@ pub mod procs;
 mod signal;
 mod trace_api;
 
-use crate::loom::Unpoison;
 use crate::sched::machine::{on_worker_thread, EnterGuard};
 use crate::sched::spawn::spawn_on;
 pub use crate::sched::spawn::{spawn, spawn_named, yield_now};
@@ -253,20 +252,12 @@ impl Builder {
             }
         }
         let follow = update_procs && matches!(source, procs::ProcsSource::Machine(_));
-        sched
-            .resize
-            .follow
-            .store(follow, std::sync::atomic::Ordering::Relaxed);
+        sched.set_follow_procs(follow);
         crate::sched::trace::from_env(&sched)?;
-        let s = sched.clone();
-        let hooks = monitor::RuntimeHooks::new(detector.clone());
-        let monitor = std::thread::Builder::new()
-            .name(format!("{}-monitor", sched.thread_name))
-            .spawn(move || crate::sched::sysmon::monitor_main(s, Box::new(hooks)))?;
+        sched.start_monitor(Box::new(monitor::RuntimeHooks::new(detector.clone())))?;
         Ok(Runtime {
             sched,
             deadlock: detector,
-            monitor: Some(monitor),
             source,
         })
     }
@@ -335,7 +326,6 @@ pub struct Runtime {
     sched: Arc<Sched>,
     /// The likely-deadlock check's state, shared with the monitor.
     deadlock: Arc<Detector>,
-    monitor: Option<std::thread::JoinHandle<()>>,
     source: procs::ProcsSource,
 }
 
@@ -343,7 +333,7 @@ impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runtime")
             .field("procs", &self.sched.procs())
-            .field("policy", &self.sched.policy)
+            .field("policy", self.sched.policy())
             .finish()
     }
 }
@@ -409,15 +399,12 @@ impl Runtime {
     /// Whether the monitor follows the machine's CPU limit now (see
     /// [`Builder::update_procs`]).
     pub fn follows_procs(&self) -> bool {
-        self.sched
-            .resize
-            .follow
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.sched.follows_procs()
     }
 
     /// The policy in force (after `GORO_POLICY` overrides).
     pub fn policy(&self) -> &Policy {
-        &self.sched.policy
+        self.sched.policy()
     }
 
     /// Runs `future` to completion on the calling thread and returns its
@@ -551,49 +538,8 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        let sched = &self.sched;
-        sched.shutdown.store(true, Ordering::SeqCst);
-        sched.monitor.kick();
-        if let Some(m) = self.monitor.take() {
-            let _ = m.join();
-        }
-        // Running Ms see the flag at the top of their loop and exit through
-        // `stopm`, which checks it under the idle lock; parked Ms are woken
-        // here under that same lock, so none can fall asleep unseen. New
-        // threads may start until every M has seen the flag: keep joining
-        // until the thread list stays empty.
-        let me = std::thread::current().id();
-        loop {
-            for m in sched.idle.lock().ms.drain(..) {
-                m.unpark(crate::sched::park::Handoff::Exit);
-            }
-            let batch = std::mem::take(&mut *sched.threads.lock().unpoison());
-            if batch.is_empty() {
-                break;
-            }
-            for t in batch {
-                // Dropped from inside one of our own tasks: we cannot join
-                // ourselves; this thread exits when the task returns.
-                if t.thread().id() != me {
-                    let _ = t.join();
-                }
-            }
-        }
-        sched.blocking.shutdown();
-        // Timers hold wakers and callbacks: drop them first, then every
-        // queued task, then every parked one.
-        sched.drain_timers();
-        let mut queued = sched.global.drain();
-        for p in sched.ps.iter() {
-            queued.extend(p.runq.drain());
-        }
-        drop(queued);
-        for w in sched.registry.take_all() {
-            // `schedule` sees the shutdown flag and drops the Runnable,
-            // which cancels the task and drops its future.
-            w.wake();
-        }
-        crate::sched::trace::runtime_dropped(sched, self.stats());
+        self.sched.shutdown();
+        crate::sched::trace::runtime_dropped(&self.sched, self.stats());
     }
 }
 
@@ -602,8 +548,7 @@ struct BlockOnCaller<'a>(&'a Sched, &'a Detector);
 
 impl<'a> BlockOnCaller<'a> {
     fn enter(sched: &'a Sched, deadlock: &'a Detector) -> BlockOnCaller<'a> {
-        // Relaxed: a count for reports (`Sched::block_on_callers`).
-        sched.block_on_polling.fetch_add(1, Ordering::Relaxed);
+        sched.block_on_polling(true);
         deadlock.enter_block_on();
         BlockOnCaller(sched, deadlock)
     }
@@ -612,7 +557,7 @@ impl<'a> BlockOnCaller<'a> {
 impl Drop for BlockOnCaller<'_> {
     fn drop(&mut self) {
         self.1.leave_block_on();
-        self.0.block_on_polling.fetch_sub(1, Ordering::Relaxed);
+        self.0.block_on_polling(false);
     }
 }
 
@@ -621,18 +566,14 @@ struct BlockOnParked<'a>(&'a Sched);
 
 impl<'a> BlockOnParked<'a> {
     fn enter(sched: &'a Sched) -> BlockOnParked<'a> {
-        // SeqCst: the deadlock check reads this count after the idle
-        // lists; see `deadlock.rs`.
-        sched.block_on_parked.fetch_add(1, Ordering::SeqCst);
-        sched.block_on_polling.fetch_sub(1, Ordering::SeqCst);
+        sched.block_on_parked(true);
         BlockOnParked(sched)
     }
 }
 
 impl Drop for BlockOnParked<'_> {
     fn drop(&mut self) {
-        self.0.block_on_polling.fetch_add(1, Ordering::SeqCst);
-        self.0.block_on_parked.fetch_sub(1, Ordering::SeqCst);
+        self.0.block_on_parked(false);
     }
 }
 

@@ -24,7 +24,7 @@
 use super::cgroup::{cpu_limit, CgroupError, CpuLimit};
 use crate::sched::Sched;
 use std::path::Path;
-use std::sync::atomic::Ordering;
+
 use std::time::{Duration, Instant};
 
 /// How often the monitor re-reads the machine's limit while it has work.
@@ -111,7 +111,7 @@ impl Follow {
     pub(crate) fn tick(&mut self, sched: &Sched) {
         // Relaxed: a flag read once a round; a stale value delays a
         // re-read (or one last resize) by a round.
-        if !sched.resize.follow.load(Ordering::Relaxed) {
+        if !sched.follows_procs() {
             return;
         }
         let now = Instant::now();

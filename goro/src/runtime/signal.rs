@@ -125,7 +125,7 @@ fn dump_all() {
             "goro: task dump of runtime {} of {} (thread prefix {:?})\n{}",
             i + 1,
             live.len(),
-            s.thread_name,
+            s.thread_name(),
             crate::runtime::dump::Dump::take(s)
         );
     }

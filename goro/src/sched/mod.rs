@@ -73,6 +73,7 @@ pub(crate) mod timer_heap;
 pub(crate) mod timers;
 pub(crate) mod trace;
 
+use crate::loom::Unpoison;
 use crate::loom::{fence, AtomicBool, AtomicUsize, Ordering};
 use crate::stats::{bump, bump_shared, Counters, Stats};
 use crossbeam_utils::CachePadded;
@@ -103,63 +104,65 @@ pub(crate) fn current_spin_policy() -> policy::SpinPolicy {
 pub(crate) struct Sched {
     /// Active Ps: ids `0..procs` (Go's `gomaxprocs`). Changed only by a
     /// resize, under the idle lock (`resize.rs`).
-    pub(crate) procs: AtomicUsize,
-    pub(crate) policy: Policy,
+    procs: AtomicUsize,
+    policy: Policy,
     /// Every P ever allocated (Go's `allp`): `0..procs` active, the rest
     /// removed by a shrink (`allp.rs`).
-    pub(crate) ps: allp::AllP,
-    pub(crate) global: GlobalQueue,
-    pub(crate) idle: Idle,
+    ps: allp::AllP,
+    global: GlobalQueue,
+    idle: Idle,
     /// Resizing: its lock, the removed Ps, following (`resize.rs`).
-    pub(crate) resize: resize::Resize,
-    pub(crate) shutdown: AtomicBool,
+    resize: resize::Resize,
+    shutdown: AtomicBool,
     /// Parked tasks' wakers, for shutdown.
-    pub(crate) registry: Registry,
+    registry: Registry,
     /// Every live task, for the dump and the deadlock check.
-    pub(crate) tasks: task_table::TaskTable,
+    tasks: task_table::TaskTable,
     /// `block_on` callers polling their future, and parked waiting for a
     /// wake (the dump shows them; the deadlock check needs them parked).
-    pub(crate) block_on_polling: AtomicUsize,
-    pub(crate) block_on_parked: AtomicUsize,
+    block_on_polling: AtomicUsize,
+    block_on_parked: AtomicUsize,
     /// What the last `block_on` poll said it parked on (a `Reason`), for
     /// the dump and the deadlock check.
     block_on_reason: std::sync::atomic::AtomicU8,
     /// Counters for events that happen without a P.
-    pub(crate) counters: CachePadded<Counters>,
-    pub(crate) monitor: sysmon::Monitor,
-    pub(crate) blocking: blocking::BlockingPool,
+    counters: CachePadded<Counters>,
+    monitor: sysmon::Monitor,
+    /// The monitor thread, joined by [`Sched::shutdown`].
+    monitor_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    blocking: blocking::BlockingPool,
     /// Worker threads ever started, and their join handles.
-    pub(crate) threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
-    pub(crate) nthreads: AtomicUsize,
-    pub(crate) thread_name: String,
-    pub(crate) start: Instant,
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    nthreads: AtomicUsize,
+    thread_name: String,
+    start: Instant,
     /// The one timer heap under `TimerPlacement::Global`.
-    pub(crate) global_timers: Arc<crate::sched::timer::TimerQueue>,
+    global_timers: Arc<crate::sched::timer::TimerQueue>,
     /// The parked thread that sleeps until the earliest timer, if any.
     /// Through the loom facade: the sleeper holds it while it reads the
     /// heaps and unparks another sleeper (`become_timer_sleeper`), which
     /// a loom model must be able to interleave.
-    pub(crate) timer_sleeper: crate::loom::Mutex<Option<Arc<park::Parker>>>,
+    timer_sleeper: crate::loom::Mutex<Option<Arc<park::Parker>>>,
     /// Its deadline: `NEVER` while no thread sleeps on timers, `NEVER - 1`
     /// for a sleeper with no deadline.
-    pub(crate) sleep_until: crate::loom::AtomicU64,
+    sleep_until: crate::loom::AtomicU64,
     /// Round-robin P choice for timers armed from threads without a P.
-    pub(crate) timer_rr: AtomicUsize,
+    timer_rr: AtomicUsize,
     /// Ourselves, to hand an `Arc` to new threads.
-    pub(crate) me: Weak<Sched>,
+    me: Weak<Sched>,
     /// The network poller (epoll made on the first socket; net/poller.rs).
-    pub(crate) netpoll: netpoll::NetpollSlot,
+    netpoll: netpoll::NetpollSlot,
     /// Pool hook: how often the monitor cycles pools (`Builder::pool_cycle`).
-    pub(crate) pool_cycle: std::time::Duration,
+    pool_cycle: std::time::Duration,
     /// Whether find-runnable's slow path reads the thread CPU clock at
     /// entry and exit for the `find_cpu_ns` counter
     /// (`Builder::measure_find_cpu`; off by default: no clock reads).
-    pub(crate) measure_find_cpu: bool,
+    measure_find_cpu: bool,
     /// Handoffs to threads the loom model would have started.
     #[cfg(loom)]
-    pub(crate) loom_started: Mutex<Vec<Handoff>>,
+    loom_started: Mutex<Vec<Handoff>>,
     /// The execution trace (`crate::trace`), off unless started.
-    pub(crate) trace: crate::sched::trace::Trace,
+    trace: crate::sched::trace::Trace,
 }
 
 impl Sched {
@@ -186,6 +189,7 @@ impl Sched {
             block_on_reason: std::sync::atomic::AtomicU8::new(task_meta::Reason::Other as u8),
             counters: CachePadded::new(Counters::default()),
             monitor: sysmon::Monitor::new(schedtrace),
+            monitor_thread: Mutex::new(None),
             blocking: blocking::BlockingPool::new(),
             threads: Mutex::new(Vec::new()),
             nthreads: AtomicUsize::new(0),
@@ -203,6 +207,65 @@ impl Sched {
             loom_started: Mutex::new(Vec::new()),
             trace: crate::sched::trace::Trace::new(procs),
         })
+    }
+
+    /// Starts the monitor thread, which runs `hooks` for the layers above.
+    pub(crate) fn start_monitor(
+        self: &Arc<Self>,
+        hooks: Box<dyn sysmon::MonitorHooks>,
+    ) -> std::io::Result<()> {
+        let s = self.clone();
+        let t = std::thread::Builder::new()
+            .name(format!("{}-monitor", self.thread_name))
+            .spawn(move || sysmon::monitor_main(s, hooks))?;
+        *self.monitor_thread.lock().unpoison() = Some(t);
+        Ok(())
+    }
+
+    /// Stops the runtime (its owner is being dropped): stops the monitor
+    /// and every worker thread, then drops every unfinished task's future:
+    /// timers first (they hold wakers and callbacks), then queued tasks,
+    /// then parked ones (woken into a scheduler that now discards them).
+    pub(crate) fn shutdown(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        self.monitor.kick();
+        if let Some(m) = self.monitor_thread.lock().unpoison().take() {
+            let _ = m.join();
+        }
+        // Running Ms see the flag at the top of their loop and exit through
+        // `stopm`, which checks it under the idle lock; parked Ms are woken
+        // here under that same lock, so none can fall asleep unseen. New
+        // threads may start until every M has seen the flag: keep joining
+        // until the thread list stays empty.
+        let me = std::thread::current().id();
+        loop {
+            for m in self.idle.lock().ms.drain(..) {
+                m.unpark(Handoff::Exit);
+            }
+            let batch = std::mem::take(&mut *self.threads.lock().unpoison());
+            if batch.is_empty() {
+                break;
+            }
+            for t in batch {
+                // Dropped from inside one of our own tasks: we cannot join
+                // ourselves; this thread exits when the task returns.
+                if t.thread().id() != me {
+                    let _ = t.join();
+                }
+            }
+        }
+        self.blocking.shutdown();
+        self.drain_timers();
+        let mut queued = self.global.drain();
+        for p in self.ps.iter() {
+            queued.extend(p.runq.drain());
+        }
+        drop(queued);
+        for w in self.registry.take_all() {
+            // `schedule` sees the shutdown flag and drops the Runnable,
+            // which cancels the task and drops its future.
+            w.wake();
+        }
     }
 
     /// Puts every P on the idle list (start-up: no thread runs yet).
@@ -492,6 +555,85 @@ impl Sched {
 
     pub(crate) fn set_block_on_reason(&self, r: task_meta::Reason) {
         self.block_on_reason.store(r as u8, Ordering::Relaxed);
+    }
+
+    /// A `block_on` caller starts (`true`) or stops (`false`) polling its
+    /// future: counted for the dump.
+    pub(crate) fn block_on_polling(&self, entering: bool) {
+        // Relaxed: a count for reports (`block_on_callers`).
+        if entering {
+            self.block_on_polling.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.block_on_polling.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A polling `block_on` caller parks (`true`) or wakes (`false`).
+    pub(crate) fn block_on_parked(&self, parking: bool) {
+        // SeqCst: the deadlock check reads these counts after the idle
+        // lists (`runtime/deadlock.rs`).
+        if parking {
+            self.block_on_parked.fetch_add(1, Ordering::SeqCst);
+            self.block_on_polling.fetch_sub(1, Ordering::SeqCst);
+        } else {
+            self.block_on_polling.fetch_add(1, Ordering::SeqCst);
+            self.block_on_parked.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether every P is idle with no queued work (the deadlock check's
+    /// first test, read before the `block_on` counts).
+    pub(crate) fn all_idle(&self) -> bool {
+        self.idle.npidle() == self.procs() && self.global.is_empty() && self.resize.held() == 0
+    }
+
+    /// Whether nothing outside the tasks could wake one: no timer armed,
+    /// no socket registered, no blocking call running.
+    pub(crate) fn no_outside_wakers(&self) -> bool {
+        let timers =
+            self.global_timers.len() + self.ps.iter().map(|p| p.timers.len()).sum::<usize>();
+        timers == 0 && self.netpoll.active().is_none() && !self.blocking.busy()
+    }
+
+    /// The policy in force.
+    pub(crate) fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The prefix of the runtime's thread names (its label in reports).
+    pub(crate) fn thread_name(&self) -> &str {
+        &self.thread_name
+    }
+
+    /// Every live task (read-only: the dump, the deadlock check, metrics).
+    pub(crate) fn tasks(&self) -> &task_table::TaskTable {
+        &self.tasks
+    }
+
+    /// Every P ever made, active ones first (`0..procs`).
+    pub(crate) fn all_ps(&self) -> &allp::AllP {
+        &self.ps
+    }
+
+    /// The counters of events that happen without a P.
+    pub(crate) fn shared_counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The network poller's slot (`netpoll.rs`).
+    pub(crate) fn netpoll(&self) -> &netpoll::NetpollSlot {
+        &self.netpoll
+    }
+
+    /// Whether the monitor follows the machine's CPU limit (`resize.rs`).
+    pub(crate) fn follows_procs(&self) -> bool {
+        // Relaxed: a flag read once a monitor round.
+        self.resize.follow.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_follow_procs(&self, on: bool) {
+        // Relaxed: set before the monitor starts, or read a round late.
+        self.resize.follow.store(on, Ordering::Relaxed);
     }
 
     pub(crate) fn block_on_callers(&self) -> (usize, usize) {

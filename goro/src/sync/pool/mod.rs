@@ -292,7 +292,7 @@ impl<T: Send + 'static> fmt::Debug for Pool<T> {
 pub fn pool_cycle() {
     let keep_victim = crate::sched::machine::current_sched()
         .map_or(crate::Policy::default().pool_victim, |s| {
-            s.policy.pool_victim
+            s.policy().pool_victim
         });
     cycle_all(keep_victim);
 }
@@ -362,7 +362,7 @@ unsafe fn here<'a>() -> (Who<'a>, Counts<'a>) {
     let (sched, p) = unsafe { crate::sched::machine::current() };
     match sched {
         Some(s) if p != NO_P => {
-            let proc = &s.ps[p];
+            let proc = &s.all_ps()[p];
             let ids = proc.pool.get();
             let (slot, rec) = (ids.slot, local::record_of(ids));
             // SAFETY: this thread holds P `p` (its context says so) until the
@@ -371,7 +371,7 @@ unsafe fn here<'a>() -> (Who<'a>, Counts<'a>) {
             // below MAX_SLOTS only.
             (unsafe { Who::owner(slot, rec) }, Counts::P(&proc.counters))
         }
-        Some(s) => (guest(), Counts::Shared(&s.counters)),
+        Some(s) => (guest(), Counts::Shared(s.shared_counters())),
         None => (guest(), Counts::None),
     }
 }
