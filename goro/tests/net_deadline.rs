@@ -427,7 +427,7 @@ fn timers_fire_while_the_sleeper_waits_in_the_poller() {
 }
 
 /// Fails unless the clock has reached `deadline`: goro compares deadlines
-/// with the clock `Instant` reads (`time/clock.rs`: nanoseconds since an
+/// with the clock `Instant` reads (`sched/clock.rs`: nanoseconds since an
 /// `Instant` epoch, both ways exactly), so a timeout observed before it is
 /// an early fire, with no slack to allow.
 fn assert_not_early(deadline: Instant, what: &str) {

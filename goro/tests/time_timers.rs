@@ -191,7 +191,7 @@ fn reset_moves_a_timer_and_no_stale_value_arrives_after_it() {
             assert!(t.rx().try_recv().is_err(), "stale value after reset");
             // The deadline is taken before the reset computes its own, so
             // the timer's (later by the call's length) may not precede it:
-            // goro's clock is `Instant`'s, exactly (`time/clock.rs`).
+            // goro's clock is `Instant`'s, exactly (`sched/clock.rs`).
             let deadline = Instant::now() + Duration::from_millis(2);
             assert!(t.reset(Duration::from_millis(2)), "armed for an hour");
             let at = t.rx().recv().await.unwrap();

@@ -146,7 +146,7 @@ pub(crate) struct Chan<T> {
     pub(crate) senders: AtomicUsize,
     /// The timer that feeds this channel (Go's `hchan.timer`): receivers
     /// run it when it is due and put it on a heap while they wait (see
-    /// `time/timer.rs`). Called only with no channel lock held.
+    /// `sched/timer.rs`). Called only with no channel lock held.
     timer: Option<std::sync::Arc<TimerInner>>,
 }
 

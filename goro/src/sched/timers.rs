@@ -66,7 +66,7 @@ pub(crate) fn push_timer(t: &Arc<TimerInner>) {
 }
 
 impl Sched {
-    /// Runtime clock now (see `time/clock.rs`).
+    /// Runtime clock now (see `sched/clock.rs`).
     #[inline]
     pub(crate) fn now(&self) -> u64 {
         clock::now()
