@@ -116,6 +116,23 @@ pub(crate) fn wake_target(sched: &Sched) -> WakeTarget {
     .unwrap_or(WakeTarget::Global)
 }
 
+/// Runs `wake` with the tasks it wakes queued quietly: each to the tail of
+/// this thread's P, without `runnext` and without a `wakep` each
+/// (`WakeTarget::TimerBatch`; the caller calls `wakep` once after). Used
+/// for a batch of timer fires and of poller wakes (Go's `injectglist`).
+/// The mode ends even if a waker or an inline callback panics.
+pub(crate) fn wake_quietly<R>(wake: impl FnOnce() -> R) -> R {
+    struct Quiet;
+    impl Drop for Quiet {
+        fn drop(&mut self) {
+            CTX.with(|c| c.timer_wakes.set(false));
+        }
+    }
+    CTX.with(|c| c.timer_wakes.set(true));
+    let _quiet = Quiet;
+    wake()
+}
+
 /// Runs `f` with the P the current thread holds, if any.
 pub(crate) fn with_current_p<R>(
     f: impl FnOnce(&crate::sched::processor::Processor) -> R,

@@ -188,18 +188,8 @@ impl Machine {
 /// quiet mode timer runs use, `WakeTarget::TimerBatch`), then one `wakep`
 /// for the lot, instead of a `runnext` bump and a fenced `wakep` per task.
 fn wake_batch(sched: &Sched, wakers: &mut Vec<Waker>) {
-    use super::machine::CTX;
-    struct Quiet;
-    impl Drop for Quiet {
-        fn drop(&mut self) {
-            CTX.with(|c| c.timer_wakes.set(false));
-        }
-    }
-    CTX.with(|c| c.timer_wakes.set(true));
-    let quiet = Quiet; // ends the mode even if a waker panics
     let many = wakers.len() > 1;
-    wake_all(wakers);
-    drop(quiet);
+    super::machine::wake_quietly(|| wake_all(wakers));
     if many {
         sched.wakep(); // the first runs here; a thief for the rest
     }

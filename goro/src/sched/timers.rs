@@ -32,7 +32,7 @@
 use crate::loom::Unpoison;
 use crate::loom::{fence, Ordering};
 use crate::sched::clock;
-use crate::sched::machine::{current_p, with_current_sched, Machine, CTX};
+use crate::sched::machine::{current_p, wake_quietly, with_current_sched, Machine};
 use crate::sched::park::{Handoff, Parker};
 use crate::sched::policy::TimerPlacement;
 use crate::sched::timer::{push, Action, Callback, Fired, TimerInner, TimerQueue, NEVER};
@@ -286,18 +286,7 @@ impl Machine {
         if n > 0 {
             bump(&self.sched.ps[self.p()].counters.timers_fired, n as u64);
             crate::sched::trace::timers_fired(&self.sched, n);
-            // Tasks woken now queue quietly (`WakeTarget::TimerBatch`);
-            // the guard ends that even if an inline callback panics.
-            struct Quiet;
-            impl Drop for Quiet {
-                fn drop(&mut self) {
-                    CTX.with(|c| c.timer_wakes.set(false));
-                }
-            }
-            CTX.with(|c| c.timer_wakes.set(true));
-            let quiet = Quiet;
-            self.sched.run_fired(&mut fired);
-            drop(quiet);
+            wake_quietly(|| self.sched.run_fired(&mut fired));
             self.sched.wakep();
         }
         self.fired = fired;
