@@ -1,6 +1,6 @@
 //! UDP: [`UdpSocket`] on the runtime's poller.
 //!
-//! The same shape as TCP (`tcp.rs`): a non-blocking mio socket registered
+//! The same shape as TCP (`tcp/`): a non-blocking mio socket registered
 //! with the poller, `&self` operations, Go's deadlines. A datagram is sent
 //! whole or not at all, so there is no `send_all`.
 //!

@@ -49,11 +49,6 @@ pub use waitgroup::{WaitFuture, WaitGroup};
 
 use std::task::Waker;
 
-// The loom facade's cell and the scheduler's `block_on`, under the names
-// this module's files use.
-pub(crate) use crate::loom::cell;
-pub(crate) use crate::sched::block_on::block_on;
-
 /// "No slot" in the links of a [`WaitList`].
 const NIL: usize = usize::MAX;
 

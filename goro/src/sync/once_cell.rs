@@ -31,8 +31,8 @@ use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-use super::cell::UnsafeCell;
 use super::{update_waker, WaitList};
+use crate::loom::cell::UnsafeCell;
 use crate::loom::{AtomicUsize, Ordering::*};
 
 const EMPTY: usize = 0;
@@ -209,7 +209,7 @@ impl<T> OnceCell<T> {
     /// assert_eq!(*cell.get_or_init_blocking(|| 42), 42);
     /// ```
     pub fn get_or_init_blocking(&self, init: impl FnOnce() -> T) -> &T {
-        super::block_on(self.get_or_init(|| std::future::ready(init())))
+        crate::sched::block_on::block_on(self.get_or_init(|| std::future::ready(init())))
     }
 
     /// Consumes the cell and returns the value, if initialized.

@@ -31,8 +31,8 @@ use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::cell::{ConstPtr, MutPtr, UnsafeCell};
 use super::semaphore::{Acquire, Semaphore};
+use crate::loom::cell::{ConstPtr, MutPtr, UnsafeCell};
 use crate::sched::task_meta::Reason;
 
 /// Readers that may hold the lock at once; a writer acquires all of them.
@@ -143,7 +143,7 @@ impl<T: ?Sized> RwLock<T> {
     /// assert_eq!(*lock.read_blocking(), 5);
     /// ```
     pub fn read_blocking(&self) -> RwLockReadGuard<'_, T> {
-        super::block_on(self.read())
+        crate::sched::block_on::block_on(self.read())
     }
 
     /// Locks for writing, blocking the calling thread. For plain threads.
@@ -154,7 +154,7 @@ impl<T: ?Sized> RwLock<T> {
     /// assert_eq!(*lock.read_blocking(), 6);
     /// ```
     pub fn write_blocking(&self) -> RwLockWriteGuard<'_, T> {
-        super::block_on(self.write())
+        crate::sched::block_on::block_on(self.write())
     }
 
     /// Locks for reading if that is possible now: no writer holds the lock

@@ -203,7 +203,7 @@ impl Semaphore {
     /// drop(p);
     /// ```
     pub fn acquire_blocking(&self) -> SemaphorePermit<'_> {
-        super::block_on(self.acquire())
+        crate::sched::block_on::block_on(self.acquire())
     }
 
     /// Acquires `n` permits, blocking the calling thread. For plain threads.
@@ -213,7 +213,7 @@ impl Semaphore {
     /// assert_eq!(sem.acquire_many_blocking(4).num_permits(), 4);
     /// ```
     pub fn acquire_many_blocking(&self, n: usize) -> SemaphorePermit<'_> {
-        super::block_on(self.acquire_many(n))
+        crate::sched::block_on::block_on(self.acquire_many(n))
     }
 
     /// Acquires one permit if one is available and nobody is queued.

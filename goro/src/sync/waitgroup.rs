@@ -162,7 +162,7 @@ impl WaitGroup {
     /// t.join().unwrap();
     /// ```
     pub fn wait_blocking(&self) {
-        super::block_on(self.wait())
+        crate::sched::block_on::block_on(self.wait())
     }
 
     fn lock_waiters(&self) -> crate::loom::MutexGuard<'_, WaitList<Waiter>> {

@@ -30,7 +30,7 @@
 //! * **Raw now, formatted later.** An event is four words (timestamp,
 //!   kind and thread, two arguments) and a clock read (`clock.rs`); the
 //!   protobuf is written away from the scheduler, by the streaming
-//!   writer thread or by the snapshot's caller (`perfetto.rs`). A poll
+//!   writer thread or by the snapshot's caller (`perfetto/`). A poll
 //!   pays for a few stores, not for an encoder.
 //! * **Generations.** Starting or stopping a session bumps a generation
 //!   number; a P's owner sees it on its next event and takes a fresh

@@ -2,7 +2,7 @@
 //! fixed64 and length-delimited fields. Hand-written: four wire types do
 //! not justify a code generator or a dependency, and the field numbers
 //! come from Perfetto's own `.proto` files (the constants in
-//! `perfetto.rs` name each one).
+//! `perfetto/tracks.rs` name each one).
 //!
 //! Everything is written into one buffer, with no allocation per
 //! message: a nested message reserves four bytes for its length and

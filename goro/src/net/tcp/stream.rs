@@ -1,23 +1,12 @@
-//! TCP: [`TcpListener`] and [`TcpStream`] on the runtime's poller.
+//! [`TcpStream`]: a TCP connection (Go's `net.TCPConn`).
 //!
-//! Both wrap a non-blocking mio socket registered with the poller of the
-//! runtime that created them (`io.rs`). Operations take `&self`, as std's
-//! and tokio's do, so one task can read a stream while another writes it;
-//! deadlines follow Go (`deadline.rs`). A stream also implements
-//! `futures_io::AsyncRead`/`AsyncWrite` (for `TcpStream` and
-//! `&TcpStream`), so the `futures` ecosystem's adapters work on it.
-//!
-//! For code written against tokio's shape, [`TcpStream::split`] gives
-//! borrowed halves and [`TcpStream::into_split`] owned ones (`split.rs`):
-//! thin wrappers over the same `&self` operations, each half with its
-//! direction's deadline.
-//!
-//! # Rejected
-//!
-//! - Splitting a stream into owned read and write halves as the only way
-//!   to use both directions at once: `&self` operations give the same
-//!   concurrency without an `Arc`; the halves are there for code that
-//!   wants to hand each direction to its own task by value.
+//! Every operation takes `&self` and goes through the stream's `PollIo`
+//! (`net/io.rs`), which tries the non-blocking call and, if the socket is not
+//! ready, parks the task on the poller until it is. Reads and writes have
+//! their own readiness and their own deadline, so a task reading a stream
+//! and another writing it never wait on each other. The poll forms
+//! (`poll_read`, `poll_write`, and the crate's `poll_read_uninit` for hyper
+//! and tokio's io traits) are what the adapters build on.
 
 use crate::net::io::PollIo;
 use crate::net::resolve;
@@ -25,153 +14,8 @@ use crate::net::scheduled_io::Direction;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
-
-/// A TCP socket listening for connections (Go's `net.TCPListener`).
-///
-/// ```
-/// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
-/// let l = goro::net::TcpListener::bind("127.0.0.1:0").await?;
-/// let addr = l.local_addr()?;
-/// let client = goro::spawn(async move { goro::net::TcpStream::connect(addr).await });
-/// let (server_side, peer) = l.accept().await?;
-/// assert_eq!(peer, client.await.unwrap()?.local_addr()?);
-/// # drop(server_side);
-/// # Ok::<(), std::io::Error>(())
-/// # }).unwrap();
-/// ```
-pub struct TcpListener {
-    io: PollIo<mio::net::TcpListener>,
-}
-
-impl TcpListener {
-    /// Binds to the first of `addr`'s addresses that works (port 0 picks a
-    /// free port), with `SO_REUSEADDR` set and the system's largest accept
-    /// backlog (`somaxconn`, as Go does). A host name is resolved on the
-    /// calling thread (blocking); pass an address in async code.
-    ///
-    /// Fails outside a goro runtime.
-    ///
-    /// ```
-    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
-    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    /// assert_ne!(l.local_addr().unwrap().port(), 0);
-    /// # });
-    /// ```
-    pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
-        let mut last = None;
-        for a in resolve(addr)? {
-            match mio::net::TcpListener::bind(a)
-                .and_then(widen_backlog)
-                .and_then(PollIo::new)
-            {
-                Ok(io) => return Ok(TcpListener { io }),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(crate::net::no_addresses))
-    }
-
-    /// Waits for a connection; returns it and the peer's address. An error
-    /// such as `EMFILE` (too many open files) is returned as is and the
-    /// listener stays usable: the connection waits in the backlog for the
-    /// next call. Fails with `TimedOut` past the deadline
-    /// ([`TcpListener::set_deadline`]).
-    ///
-    /// ```
-    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
-    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    /// let addr = l.local_addr().unwrap();
-    /// goro::spawn(async move { goro::net::TcpStream::connect(addr).await.unwrap() });
-    /// let (_stream, _peer) = l.accept().await.unwrap();
-    /// # });
-    /// ```
-    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        std::future::poll_fn(|cx| self.poll_accept(cx)).await
-    }
-
-    /// The poll form of [`TcpListener::accept`], for adapters.
-    ///
-    /// ```
-    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
-    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    /// let addr = l.local_addr().unwrap();
-    /// goro::spawn(async move { goro::net::TcpStream::connect(addr).await.unwrap() });
-    /// let (_s, _peer) = std::future::poll_fn(|cx| l.poll_accept(cx)).await.unwrap();
-    /// # });
-    /// ```
-    pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
-        match self.io.poll_io(cx, Direction::Read, |l| l.accept()) {
-            Poll::Ready(Ok((s, peer))) => Poll::Ready(TcpStream::new(s).map(|s| (s, peer))),
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-
-    /// The address the listener is bound to.
-    ///
-    /// ```
-    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
-    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    /// assert!(l.local_addr().unwrap().ip().is_loopback());
-    /// # });
-    /// ```
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.io.get().local_addr()
-    }
-
-    /// Sets the deadline for [`TcpListener::accept`] (Go's `SetDeadline`):
-    /// past it, pending and future accepts fail with `TimedOut`; `None`
-    /// clears it. A later deadline makes the listener usable again.
-    ///
-    /// ```
-    /// use std::time::Instant;
-    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
-    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    /// l.set_deadline(Some(Instant::now()));
-    /// assert_eq!(l.accept().await.unwrap_err().kind(), std::io::ErrorKind::TimedOut);
-    /// # });
-    /// ```
-    pub fn set_deadline(&self, deadline: Option<Instant>) {
-        self.io.set_deadline(Direction::Read, deadline);
-    }
-}
-
-/// The accept backlog: the system's maximum, as Go uses
-/// (`/proc/sys/net/core/somaxconn`, else 4096). mio listens with std's 128,
-/// which makes a burst of a few hundred connects lose SYNs and retry a
-/// second later.
-fn backlog() -> i32 {
-    static BACKLOG: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
-    *BACKLOG.get_or_init(|| {
-        std::fs::read_to_string("/proc/sys/net/core/somaxconn")
-            .ok()
-            .and_then(|s| s.trim().parse::<i32>().ok())
-            .filter(|&n| n > 0)
-            .unwrap_or(4096)
-            .min(65535)
-    })
-}
-
-/// Listens again with the full backlog (Linux updates it in place).
-fn widen_backlog(l: mio::net::TcpListener) -> io::Result<mio::net::TcpListener> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: `listen` on a descriptor we own; it reads no memory of ours.
-    if unsafe { libc::listen(l.as_raw_fd(), backlog()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(l)
-}
-
-impl fmt::Debug for TcpListener {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TcpListener")
-            .field("local_addr", &self.local_addr().ok())
-            .finish()
-    }
-}
 
 /// A TCP connection (Go's `net.TCPConn`).
 ///
@@ -201,7 +45,7 @@ pub struct TcpStream {
 }
 
 impl TcpStream {
-    fn new(s: mio::net::TcpStream) -> io::Result<TcpStream> {
+    pub(super) fn new(s: mio::net::TcpStream) -> io::Result<TcpStream> {
         Ok(TcpStream {
             io: PollIo::new(s)?,
         })
@@ -541,78 +385,6 @@ impl fmt::Debug for TcpStream {
             .field("local_addr", &self.local_addr().ok())
             .field("peer_addr", &self.peer_addr().ok())
             .finish()
-    }
-}
-
-impl futures_io::AsyncRead for TcpStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        TcpStream::poll_read(&self, cx, buf)
-    }
-}
-
-impl futures_io::AsyncWrite for TcpStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        TcpStream::poll_write(&self, cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(())) // no buffering of our own
-    }
-
-    fn poll_close(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(self.shutdown(Shutdown::Write))
-    }
-}
-
-impl futures_io::AsyncRead for &TcpStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        TcpStream::poll_read(self.get_mut(), cx, buf)
-    }
-}
-
-impl futures_io::AsyncWrite for &TcpStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        TcpStream::poll_write(self.get_mut(), cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_close(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(self.shutdown(Shutdown::Write))
-    }
-}
-
-impl std::os::fd::AsRawFd for TcpListener {
-    /// The socket's file descriptor (for socket options goro does not
-    /// wrap). Reading or writing it directly bypasses the poller.
-    ///
-    /// ```
-    /// use std::os::fd::AsRawFd;
-    /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
-    /// # let s = goro::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    /// assert!(s.as_raw_fd() >= 0);
-    /// # });
-    /// ```
-    fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        self.io.get().as_raw_fd()
     }
 }
 
