@@ -117,14 +117,14 @@
 
 use crate::sched::task_meta::{blocked_on, Reason};
 use std::collections::VecDeque;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use super::lock::lock;
 use super::signal::{Signal, WakerId};
 use super::waiter::{wake, Claimed, Parked, WaitQueue, Waiter, Woken};
 use super::{RecvError, SendError, TryRecvError, TrySendError};
 use crate::loom::{AtomicUsize, Mutex, MutexGuard};
-use crate::sched::timer::{TimerChan, TimerInner};
+use crate::sched::timer::TimerInner;
 
 // --------------------------------------------------------------------------
 // hchan
@@ -498,16 +498,10 @@ const fn shrink_floor<T>() -> usize {
     }
 }
 
-/// The timer core's hook into a timer's channel (`sched/timer.rs`).
-impl TimerChan for Chan<std::time::Instant> {
-    fn send_tick(&self, at: std::time::Instant) -> Option<Option<Waker>> {
-        let mut inner = self.lock();
-        self.send_locked(&mut inner, at, None).ok()
-    }
-
+impl Chan<std::time::Instant> {
     /// Empties the buffer (a timer's stop/reset: no stale value); whether
     /// there was anything. Takes the channel lock, nothing else.
-    fn drain(&self) -> bool {
+    pub(crate) fn drain_buffer(&self) -> bool {
         let mut inner = self.lock();
         let any = !inner.buf.is_empty();
         inner.buf.clear();

@@ -192,6 +192,18 @@ pub(crate) fn timer_receiver(
     }
 }
 
+/// The timer core's hook into a timer's channel (`sched/timer.rs`).
+impl crate::sched::timer::TimerChan for Chan<std::time::Instant> {
+    fn send_tick(&self, at: std::time::Instant) -> Option<Option<std::task::Waker>> {
+        let mut inner = self.lock();
+        self.send_locked(&mut inner, at, None).ok()
+    }
+
+    fn drain(&self) -> bool {
+        self.drain_buffer()
+    }
+}
+
 /// Polls `op` until it completes or `timeout` passes (goro's timers);
 /// `None` on a timeout, with `op` left as it is for the caller to cancel.
 /// The engine of `send_timeout` and `recv_timeout`.
