@@ -1,32 +1,55 @@
 //! What a workload needs from a runtime, and the small runtime-agnostic
 //! synchronisation it is built from.
 //!
-//! Workloads whose shape is only spawning, yielding and waiting are written
-//! once, generic over [`Rt`], and instantiated for goro and tokio, so the two
-//! run literally the same code. Workloads that use channels are written once
-//! per runtime (the channel APIs differ), side by side in their group file.
+//! Workloads are written once, generic over [`Rt`] (spawn, yield, sleep, the
+//! blocking pool and a bounded channel), and instantiated for goro and
+//! tokio, so the two run literally the same code: generics monomorphise, so
+//! `R::send(&tx, v)` on [`Goro`] is goro's own `tx.send(v)`. Workloads whose
+//! measured operation is a runtime-specific idiom (a `select!`, a timer
+//! handle) are written once per runtime, side by side in their group file.
 //!
 //! [`Latch`] (Go's `WaitGroup` used for "all done") and [`Gate`] (Go's
 //! "closed channel as a start signal") are plain waker-based futures, so
 //! they cost the same on every runtime and need no channel module.
 
+use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The runtime operations a generic workload uses. Implemented by the
 /// zero-sized [`Goro`] and [`Tokio`]; every call must happen inside a task
 /// of that runtime.
+///
+/// The channel is the one a user of the runtime picks: goro's
+/// `goro::chan::bounded` (Go's channel: multi-consumer, capacity 0 is a
+/// rendezvous) and tokio's `tokio::sync::mpsc::channel` (one receiver, no
+/// rendezvous: capacity 0 becomes 1). A generic workload therefore gives
+/// each receiver to exactly one task and receives through `&mut`.
 pub trait Rt: Send + Sync + 'static {
+    /// The sending half of a bounded channel.
+    type Tx<T: Send + 'static>: Clone + Send + Sync + 'static;
+    /// The receiving half of a bounded channel (one owner).
+    type Rx<T: Send + 'static>: Send + Sync + 'static;
+    /// What a send on a closed channel returns.
+    type SendError<T>: Debug;
+    /// Whether [`Rt::close`] closes a channel that other senders still hold
+    /// (Go's `close`: goro). tokio's mpsc closes only when its last sender
+    /// is dropped, so a workload that must end tasks holding senders (a
+    /// ring) sends them a stop value instead.
+    const CAN_CLOSE: bool;
+
     /// Detached spawn (Go's `go f()`): the handle is dropped.
     fn spawn<F>(f: F)
     where
         F: Future<Output = ()> + Send + 'static;
     /// Go's `runtime.Gosched()`.
     fn yield_now() -> impl Future<Output = ()> + Send;
+    /// The runtime's sleep (tokio's rounds up to its 1 ms timer tick).
+    fn sleep(d: Duration) -> impl Future<Output = ()> + Send;
     /// Runs `f` on the blocking pool and waits for it; how a workload idles
     /// for a while with every P free: a `thread::sleep` there is exact to
     /// tens of µs on both runtimes, where tokio's timers round up to 1 ms.
@@ -34,6 +57,20 @@ pub trait Rt: Send + Sync + 'static {
     where
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static;
+
+    /// A bounded channel of capacity `cap` (tokio: `cap.max(1)`).
+    fn bounded<T: Send + 'static>(cap: usize) -> (Self::Tx<T>, Self::Rx<T>);
+    /// Sends `v`, waiting for room (or, goro at capacity 0, a receiver).
+    fn send<T: Send + 'static>(
+        tx: &Self::Tx<T>,
+        v: T,
+    ) -> impl Future<Output = Result<(), Self::SendError<T>>> + Send + '_;
+    /// Receives a value; `None` once the channel is closed and empty.
+    fn recv<T: Send + 'static>(rx: &mut Self::Rx<T>)
+        -> impl Future<Output = Option<T>> + Send + '_;
+    /// Closes the channel for every holder where [`Rt::CAN_CLOSE`]; a no-op
+    /// otherwise.
+    fn close<T: Send + 'static>(tx: &Self::Tx<T>);
 }
 
 /// goro.
@@ -42,6 +79,11 @@ pub struct Goro;
 pub struct Tokio;
 
 impl Rt for Goro {
+    type Tx<T: Send + 'static> = goro::chan::Sender<T>;
+    type Rx<T: Send + 'static> = goro::chan::Receiver<T>;
+    type SendError<T> = goro::chan::SendError<T>;
+    const CAN_CLOSE: bool = true;
+
     fn spawn<F>(f: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -51,6 +93,9 @@ impl Rt for Goro {
     fn yield_now() -> impl Future<Output = ()> + Send {
         goro::yield_now()
     }
+    fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
+        goro::time::sleep(d)
+    }
     fn run_blocking<R, F>(f: F) -> impl Future<Output = R> + Send
     where
         F: FnOnce() -> R + Send + 'static,
@@ -59,9 +104,45 @@ impl Rt for Goro {
         let h = goro::spawn_blocking(f);
         async move { h.await.expect("blocking task failed") }
     }
+
+    fn bounded<T: Send + 'static>(cap: usize) -> (Self::Tx<T>, Self::Rx<T>) {
+        goro::chan::bounded(cap)
+    }
+    fn send<T: Send + 'static>(
+        tx: &Self::Tx<T>,
+        v: T,
+    ) -> impl Future<Output = Result<(), Self::SendError<T>>> + Send + '_ {
+        tx.send(v)
+    }
+    fn recv<T: Send + 'static>(
+        rx: &mut Self::Rx<T>,
+    ) -> impl Future<Output = Option<T>> + Send + '_ {
+        GoroRecv(rx.recv())
+    }
+    fn close<T: Send + 'static>(tx: &Self::Tx<T>) {
+        tx.close();
+    }
+}
+
+/// goro's receive future with its `Result` read as an `Option` (closed:
+/// `None`, as tokio's). A plain wrapper rather than an `async` block, which
+/// would add a state machine around every receive.
+pub struct GoroRecv<'a, T>(goro::chan::RecvFuture<'a, T>);
+
+impl<T> Future for GoroRecv<'_, T> {
+    type Output = Option<T>;
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        Pin::new(&mut self.0).poll(cx).map(Result::ok)
+    }
 }
 
 impl Rt for Tokio {
+    type Tx<T: Send + 'static> = tokio::sync::mpsc::Sender<T>;
+    type Rx<T: Send + 'static> = tokio::sync::mpsc::Receiver<T>;
+    type SendError<T> = tokio::sync::mpsc::error::SendError<T>;
+    const CAN_CLOSE: bool = false;
+
     fn spawn<F>(f: F)
     where
         F: Future<Output = ()> + Send + 'static,
@@ -71,6 +152,9 @@ impl Rt for Tokio {
     fn yield_now() -> impl Future<Output = ()> + Send {
         tokio::task::yield_now()
     }
+    fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
+        tokio::time::sleep(d)
+    }
     fn run_blocking<R, F>(f: F) -> impl Future<Output = R> + Send
     where
         F: FnOnce() -> R + Send + 'static,
@@ -79,6 +163,22 @@ impl Rt for Tokio {
         let h = tokio::task::spawn_blocking(f);
         async move { h.await.expect("blocking task failed") }
     }
+
+    fn bounded<T: Send + 'static>(cap: usize) -> (Self::Tx<T>, Self::Rx<T>) {
+        tokio::sync::mpsc::channel(cap.max(1)) // no rendezvous: 0 becomes 1
+    }
+    fn send<T: Send + 'static>(
+        tx: &Self::Tx<T>,
+        v: T,
+    ) -> impl Future<Output = Result<(), Self::SendError<T>>> + Send + '_ {
+        tx.send(v)
+    }
+    fn recv<T: Send + 'static>(
+        rx: &mut Self::Rx<T>,
+    ) -> impl Future<Output = Option<T>> + Send + '_ {
+        rx.recv()
+    }
+    fn close<T: Send + 'static>(_: &Self::Tx<T>) {}
 }
 
 /// A countdown with one waiter: `count_down` n times, `wait` returns when it

@@ -2,6 +2,11 @@
 //! benchmarks; shapes and op counts are those of `bench/go/chan.go` (read
 //! side by side). P below is procs.
 //!
+//! The channel rows are written once, generic over the runtime ([`Rt`]) and,
+//! where several tasks receive from one channel, over that channel
+//! ([`Mpmc`]); the select rows once per runtime, as `goro::select!` and
+//! `tokio::select!` are different operations.
+//!
 //! tokio's side, for the one-receiver rows (`chan_uncontended`,
 //! `select_uncontended`): `tokio::sync::mpsc::channel(cap.max(1))` (tokio
 //! has no rendezvous channel, so capacity 0 becomes 1) and `tokio::select!`.
@@ -10,7 +15,7 @@
 //! (`chan_contended`, `chan_prodcons`, `select_contended`), mpsc's single
 //! receiver would have to sit behind an `Arc<tokio::sync::Mutex<_>>`,
 //! locked per receive; a tokio user needing many consumers picks an MPMC
-//! crate instead, so the tokio column there is one ([`tokio_mpmc`]), the
+//! crate instead, so the tokio column there is one ([`Mpmc`]), the
 //! fastest of async-channel 2, flume 0.12 and kanal 0.1 measured on tokio
 //! on the 2-core VM (2026-11-25, quick op counts, 5 runs x 2 rounds,
 //! ns/op at procs=2; mutex-rx = the old `Mutex<Receiver>` column):
@@ -32,8 +37,9 @@
 
 use super::per_worker;
 use crate::registry::{body, Ctx, Meter, RunOut, Workload};
-use crate::rt::Goro;
-use crate::rt::{Gang, Tokio};
+use crate::rt::{Gang, Goro, Rt, Tokio};
+use std::fmt::Debug;
+use std::future::Future;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
@@ -51,8 +57,8 @@ pub fn register(v: &mut Vec<Workload>) {
             "one send+receive on a task's own channel of capacity 100 (P tasks)",
             (10_000_000, 1_000_000),
         )
-        .goro(Ok(body(goro_side::chan_uncontended)))
-        .tokio(Ok(body(tokio_side::chan_uncontended))),
+        .goro(Ok(body(chan_uncontended::<Goro>)))
+        .tokio(Ok(body(chan_uncontended::<Tokio>))),
     );
     v.push(
         Workload::new(
@@ -61,14 +67,14 @@ pub fn register(v: &mut Vec<Workload>) {
             "one send+receive on one channel of capacity 100*P shared by P tasks",
             (5_000_000, 500_000),
         )
-        .goro(Ok(body(goro_side::chan_contended)))
-        .tokio(Ok(body(tokio_mpmc::chan_contended::<tokio_mpmc::Kanal>))),
+        .goro(Ok(body(chan_contended::<Goro, GoroChan>)))
+        .tokio(Ok(body(chan_contended::<Tokio, Kanal>))),
     );
     for cap in [0usize, 10, 100] {
         v.push(
             Workload::new(format!("chan_prodcons/cap={cap}"), "chan", format!("one message from P producers to P consumers over one channel of capacity {cap}"), (2_000_000, 200_000))
-                .goro(Ok(body(move |c| goro_side::chan_prodcons(c, cap))))
-                .tokio(Ok(body(move |c| tokio_mpmc::chan_prodcons::<tokio_mpmc::Kanal>(c, cap)))),
+                .goro(Ok(body(move |c| chan_prodcons::<Goro, GoroChan>(c, cap))))
+                .tokio(Ok(body(move |c| chan_prodcons::<Tokio, Kanal>(c, cap)))),
         );
     }
     v.push(
@@ -79,7 +85,7 @@ pub fn register(v: &mut Vec<Workload>) {
     v.push(
         Workload::new("select_contended", "chan", "one message through 2 shared unbuffered channels, P select-senders to P select-receivers", (500_000, 50_000))
             .goro(Ok(body(goro_side::select_contended)))
-            .tokio(Ok(body(tokio_mpmc::select_contended::<tokio_mpmc::AsyncChannel>))),
+            .tokio(Ok(body(tokio_side::select_contended::<AsyncChannel>))),
     );
 }
 
@@ -91,103 +97,201 @@ async fn run_gang(g: Gang, ops: u64) -> RunOut {
     RunOut::new(ops, m.stop())
 }
 
+// ---------------------------------------------------------------------------
+// The same code on goro and tokio.
+// ---------------------------------------------------------------------------
+
+/// chan_uncontended (Go: BenchmarkChanUncontended).
+///
+/// P tasks, each with its own channel of capacity 100 (made after the
+/// start gate, as in Go). Each does K rounds of 100 sends then 100
+/// receives (never blocks). K = total/(P*100). One op = one send plus one
+/// receive. Ops: 10,000,000 normal, 1,000,000 quick (rounded down to a
+/// multiple of P*100).
+async fn chan_uncontended<R: Rt>(ctx: Ctx) -> RunOut {
+    let p = ctx.procs as u64;
+    let (k, ops) = per_worker(ctx.size(10_000_000, 1_000_000), p, CHAN_BATCH);
+    let g = Gang::new::<R, _, _>(ctx.procs, move |_| async move {
+        let (tx, mut rx) = R::bounded::<u64>(CHAN_BATCH as usize);
+        for _ in 0..k {
+            for _ in 0..CHAN_BATCH {
+                R::send(&tx, 0).await.unwrap();
+            }
+            for _ in 0..CHAN_BATCH {
+                R::recv(&mut rx).await.unwrap();
+            }
+        }
+    })
+    .await;
+    run_gang(g, ops)
+        .await
+        .extra("goroutines", p as f64)
+        .extra("cap", CHAN_BATCH as f64)
+}
+
+/// A bounded multi-consumer channel of `u64` with cloneable async ends: the
+/// channel of the rows where several tasks receive from one channel. goro's
+/// is its own (`goro::chan`); tokio's column uses an MPMC crate (the module
+/// comment says which and why).
+///
+/// Each method hands back the crate's own future, so a measured send or
+/// receive is exactly that crate's.
+pub trait Mpmc: 'static {
+    /// The sending half.
+    type Tx: Clone + Send + Sync + 'static;
+    /// The receiving half (cloneable: many consumers).
+    type Rx: Clone + Send + Sync + 'static;
+    /// What a send on a closed channel returns.
+    type SendError: Debug;
+    /// What a receive on a closed, empty channel returns.
+    type RecvError: Debug;
+    /// A channel of capacity `cap`.
+    fn bounded(cap: usize) -> (Self::Tx, Self::Rx);
+    /// Sends `v`.
+    fn send(tx: &Self::Tx, v: u64)
+        -> impl Future<Output = Result<(), Self::SendError>> + Send + '_;
+    /// Receives a value.
+    fn recv(rx: &Self::Rx) -> impl Future<Output = Result<u64, Self::RecvError>> + Send + '_;
+}
+
+/// `goro::chan::bounded` (0: a rendezvous channel).
+pub struct GoroChan;
+impl Mpmc for GoroChan {
+    type Tx = goro::chan::Sender<u64>;
+    type Rx = goro::chan::Receiver<u64>;
+    type SendError = goro::chan::SendError<u64>;
+    type RecvError = goro::chan::RecvError;
+    fn bounded(cap: usize) -> (Self::Tx, Self::Rx) {
+        goro::chan::bounded(cap)
+    }
+    fn send(
+        tx: &Self::Tx,
+        v: u64,
+    ) -> impl Future<Output = Result<(), Self::SendError>> + Send + '_ {
+        tx.send(v)
+    }
+    fn recv(rx: &Self::Rx) -> impl Future<Output = Result<u64, Self::RecvError>> + Send + '_ {
+        rx.recv()
+    }
+}
+
+/// async-channel on tokio.
+pub struct AsyncChannel;
+impl Mpmc for AsyncChannel {
+    type Tx = async_channel::Sender<u64>;
+    type Rx = async_channel::Receiver<u64>;
+    type SendError = async_channel::SendError<u64>;
+    type RecvError = async_channel::RecvError;
+    fn bounded(cap: usize) -> (Self::Tx, Self::Rx) {
+        async_channel::bounded(cap.max(1)) // no rendezvous: 0 becomes 1
+    }
+    fn send(
+        tx: &Self::Tx,
+        v: u64,
+    ) -> impl Future<Output = Result<(), Self::SendError>> + Send + '_ {
+        tx.send(v)
+    }
+    fn recv(rx: &Self::Rx) -> impl Future<Output = Result<u64, Self::RecvError>> + Send + '_ {
+        rx.recv()
+    }
+}
+
+/// kanal on tokio.
+pub struct Kanal;
+impl Mpmc for Kanal {
+    type Tx = kanal::AsyncSender<u64>;
+    type Rx = kanal::AsyncReceiver<u64>;
+    type SendError = kanal::SendError;
+    type RecvError = kanal::ReceiveError;
+    fn bounded(cap: usize) -> (Self::Tx, Self::Rx) {
+        kanal::bounded_async(cap) // 0: a rendezvous channel, as Go's
+    }
+    fn send(
+        tx: &Self::Tx,
+        v: u64,
+    ) -> impl Future<Output = Result<(), Self::SendError>> + Send + '_ {
+        tx.send(v)
+    }
+    fn recv(rx: &Self::Rx) -> impl Future<Output = Result<u64, Self::RecvError>> + Send + '_ {
+        rx.recv()
+    }
+}
+
+/// chan_contended (Go: BenchmarkChanContended).
+///
+/// One channel of capacity 100*P shared by P tasks, each doing K rounds
+/// of 100 sends then 100 receives; the capacity covers every task's
+/// burst, so nothing blocks and the cost is contention on the channel.
+/// One op = one send plus one receive. Ops: 5,000,000 normal, 500,000
+/// quick (rounded down to a multiple of P*100).
+async fn chan_contended<R: Rt, C: Mpmc>(ctx: Ctx) -> RunOut {
+    let p = ctx.procs as u64;
+    let (k, ops) = per_worker(ctx.size(5_000_000, 500_000), p, CHAN_BATCH);
+    let (tx, rx) = C::bounded((CHAN_BATCH * p) as usize);
+    let g = Gang::new::<R, _, _>(ctx.procs, move |_| {
+        let (tx, rx) = (tx.clone(), rx.clone());
+        async move {
+            for _ in 0..k {
+                for _ in 0..CHAN_BATCH {
+                    C::send(&tx, 0).await.unwrap();
+                }
+                for _ in 0..CHAN_BATCH {
+                    C::recv(&rx).await.unwrap();
+                }
+            }
+        }
+    })
+    .await;
+    run_gang(g, ops)
+        .await
+        .extra("goroutines", p as f64)
+        .extra("cap", (CHAN_BATCH * p) as f64)
+}
+
+/// chan_prodcons/cap=c (Go: BenchmarkChanProdCons0/10/100, localWork = 0).
+///
+/// One channel of capacity c; P producers and P consumers. A shared
+/// atomic counts the 1000-message batches left; a producer takes a batch
+/// (Go: `left.Add(-1) >= 0`; here `left.fetch_sub(1) > 0`) and sends 1000
+/// ones until none are left, then sends one 0 (a stop sentinel). A
+/// consumer receives until it gets a 0 (or finds the channel closed). One
+/// op = one message (sentinels not counted). All 2P tasks are parked
+/// before the clock starts. Ops: 2,000,000 normal, 200,000 quick.
+async fn chan_prodcons<R: Rt, C: Mpmc>(ctx: Ctx, cap: usize) -> RunOut {
+    let batches = ctx.size(2_000_000, 200_000) / PRODCONS_BATCH;
+    let (tx, rx) = C::bounded(cap);
+    let left = Arc::new(AtomicI64::new(batches as i64));
+    let g = Gang::new::<R, _, _>(2 * ctx.procs, move |i| {
+        let (tx, rx, left) = (tx.clone(), rx.clone(), left.clone());
+        async move {
+            if i % 2 == 0 {
+                while left.fetch_sub(1, Ordering::Relaxed) > 0 {
+                    for _ in 0..PRODCONS_BATCH {
+                        C::send(&tx, 1).await.unwrap();
+                    }
+                }
+                C::send(&tx, 0).await.unwrap();
+                return;
+            }
+            while C::recv(&rx).await.unwrap_or(0) != 0 {}
+        }
+    })
+    .await;
+    run_gang(g, batches * PRODCONS_BATCH)
+        .await
+        .extra("producers", ctx.procs as f64)
+        .extra("consumers", ctx.procs as f64)
+        .extra("cap", cap as f64)
+}
+
+// ---------------------------------------------------------------------------
+// The select rows, once per runtime: goro::select! and tokio::select! differ,
+// and the select is the operation measured.
+// ---------------------------------------------------------------------------
+
 mod goro_side {
     use super::*;
     use goro::chan::bounded;
-
-    /// chan_uncontended (Go: BenchmarkChanUncontended).
-    ///
-    /// P tasks, each with its own channel of capacity 100 (made after the
-    /// start gate, as in Go). Each does K rounds of 100 sends then 100
-    /// receives (never blocks). K = total/(P*100). One op = one send plus one
-    /// receive. Ops: 10,000,000 normal, 1,000,000 quick (rounded down to a
-    /// multiple of P*100).
-    pub async fn chan_uncontended(ctx: Ctx) -> RunOut {
-        let p = ctx.procs as u64;
-        let (k, ops) = per_worker(ctx.size(10_000_000, 1_000_000), p, CHAN_BATCH);
-        let g = Gang::new::<Goro, _, _>(ctx.procs, move |_| async move {
-            let (tx, rx) = bounded::<u64>(CHAN_BATCH as usize);
-            for _ in 0..k {
-                for _ in 0..CHAN_BATCH {
-                    tx.send(0).await.unwrap();
-                }
-                for _ in 0..CHAN_BATCH {
-                    rx.recv().await.unwrap();
-                }
-            }
-        })
-        .await;
-        run_gang(g, ops)
-            .await
-            .extra("goroutines", p as f64)
-            .extra("cap", CHAN_BATCH as f64)
-    }
-
-    /// chan_contended (Go: BenchmarkChanContended).
-    ///
-    /// One channel of capacity 100*P shared by P tasks, each doing K rounds
-    /// of 100 sends then 100 receives; the capacity covers every task's
-    /// burst, so nothing blocks and the cost is contention on the channel.
-    /// One op = one send plus one receive. Ops: 5,000,000 normal, 500,000
-    /// quick (rounded down to a multiple of P*100).
-    pub async fn chan_contended(ctx: Ctx) -> RunOut {
-        let p = ctx.procs as u64;
-        let (k, ops) = per_worker(ctx.size(5_000_000, 500_000), p, CHAN_BATCH);
-        let (tx, rx) = bounded::<u64>((CHAN_BATCH * p) as usize);
-        let g = Gang::new::<Goro, _, _>(ctx.procs, move |_| {
-            let (tx, rx) = (tx.clone(), rx.clone());
-            async move {
-                for _ in 0..k {
-                    for _ in 0..CHAN_BATCH {
-                        tx.send(0).await.unwrap();
-                    }
-                    for _ in 0..CHAN_BATCH {
-                        rx.recv().await.unwrap();
-                    }
-                }
-            }
-        })
-        .await;
-        run_gang(g, ops)
-            .await
-            .extra("goroutines", p as f64)
-            .extra("cap", (CHAN_BATCH * p) as f64)
-    }
-
-    /// chan_prodcons/cap=c (Go: BenchmarkChanProdCons0/10/100, localWork = 0).
-    ///
-    /// One channel of capacity c; P producers and P consumers. A shared
-    /// atomic counts the 1000-message batches left; a producer takes a batch
-    /// (Go: `left.Add(-1) >= 0`; here `left.fetch_sub(1) > 0`) and sends 1000 ones until none are
-    /// left, then sends one 0 (a stop sentinel). A consumer receives until it
-    /// gets a 0. One op = one message (sentinels not counted). All 2P tasks
-    /// are parked before the clock starts. Ops: 2,000,000 normal, 200,000 quick.
-    pub async fn chan_prodcons(ctx: Ctx, cap: usize) -> RunOut {
-        let batches = ctx.size(2_000_000, 200_000) / PRODCONS_BATCH;
-        let (tx, rx) = bounded::<u64>(cap);
-        let left = Arc::new(AtomicI64::new(batches as i64));
-        let g = Gang::new::<Goro, _, _>(2 * ctx.procs, move |i| {
-            let (tx, rx, left) = (tx.clone(), rx.clone(), left.clone());
-            async move {
-                if i % 2 == 0 {
-                    while left.fetch_sub(1, Ordering::Relaxed) > 0 {
-                        for _ in 0..PRODCONS_BATCH {
-                            tx.send(1).await.unwrap();
-                        }
-                    }
-                    tx.send(0).await.unwrap();
-                    return;
-                }
-                while rx.recv().await.unwrap() != 0 {}
-            }
-        })
-        .await;
-        run_gang(g, batches * PRODCONS_BATCH)
-            .await
-            .extra("producers", ctx.procs as f64)
-            .extra("consumers", ctx.procs as f64)
-            .extra("cap", cap as f64)
-    }
 
     /// select_uncontended (Go: BenchmarkSelectUncontended).
     ///
@@ -261,28 +365,6 @@ mod tokio_side {
     use super::*;
     use tokio::sync::mpsc;
 
-    /// chan_uncontended: the goro shape (see there) with `mpsc::channel(100)`.
-    pub async fn chan_uncontended(ctx: Ctx) -> RunOut {
-        let p = ctx.procs as u64;
-        let (k, ops) = per_worker(ctx.size(10_000_000, 1_000_000), p, CHAN_BATCH);
-        let g = Gang::new::<Tokio, _, _>(ctx.procs, move |_| async move {
-            let (tx, mut rx) = mpsc::channel::<u64>(CHAN_BATCH as usize);
-            for _ in 0..k {
-                for _ in 0..CHAN_BATCH {
-                    tx.send(0).await.unwrap();
-                }
-                for _ in 0..CHAN_BATCH {
-                    rx.recv().await.unwrap();
-                }
-            }
-        })
-        .await;
-        run_gang(g, ops)
-            .await
-            .extra("goroutines", p as f64)
-            .extra("cap", CHAN_BATCH as f64)
-    }
-
     /// select_uncontended: the goro shape with two `mpsc::channel(1)` per
     /// task and `tokio::select!` (which also picks among ready branches at
     /// random).
@@ -302,110 +384,6 @@ mod tokio_side {
         })
         .await;
         run_gang(g, ops).await.extra("goroutines", p as f64)
-    }
-}
-
-/// tokio's MPMC column: the multi-consumer rows on an MPMC channel crate
-/// driven by tokio, as a tokio user needing many receivers would write them.
-mod tokio_mpmc {
-    use super::*;
-    use std::future::Future;
-
-    /// A bounded MPMC channel with cloneable async ends.
-    pub trait Mpmc: 'static {
-        type Tx: Clone + Send + Sync + 'static;
-        type Rx: Clone + Send + Sync + 'static;
-        fn bounded(cap: usize) -> (Self::Tx, Self::Rx);
-        fn send(tx: &Self::Tx, v: u64) -> impl Future<Output = ()> + Send + '_;
-        fn recv(rx: &Self::Rx) -> impl Future<Output = Option<u64>> + Send + '_;
-    }
-
-    pub struct AsyncChannel;
-    impl Mpmc for AsyncChannel {
-        type Tx = async_channel::Sender<u64>;
-        type Rx = async_channel::Receiver<u64>;
-        fn bounded(cap: usize) -> (Self::Tx, Self::Rx) {
-            async_channel::bounded(cap.max(1)) // no rendezvous: 0 becomes 1
-        }
-        async fn send(tx: &Self::Tx, v: u64) {
-            tx.send(v).await.unwrap()
-        }
-        async fn recv(rx: &Self::Rx) -> Option<u64> {
-            rx.recv().await.ok()
-        }
-    }
-
-    pub struct Kanal;
-    impl Mpmc for Kanal {
-        type Tx = kanal::AsyncSender<u64>;
-        type Rx = kanal::AsyncReceiver<u64>;
-        fn bounded(cap: usize) -> (Self::Tx, Self::Rx) {
-            kanal::bounded_async(cap) // 0: a rendezvous channel, as Go's
-        }
-        async fn send(tx: &Self::Tx, v: u64) {
-            tx.send(v).await.unwrap()
-        }
-        async fn recv(rx: &Self::Rx) -> Option<u64> {
-            rx.recv().await.ok()
-        }
-    }
-
-    /// chan_contended: the goro shape with one MPMC channel of 100*P.
-    pub async fn chan_contended<C: Mpmc>(ctx: Ctx) -> RunOut {
-        let p = ctx.procs as u64;
-        let (k, ops) = per_worker(ctx.size(5_000_000, 500_000), p, CHAN_BATCH);
-        let (tx, rx) = C::bounded((CHAN_BATCH * p) as usize);
-        let g = Gang::new::<Tokio, _, _>(ctx.procs, move |_| {
-            let (tx, rx) = (tx.clone(), rx.clone());
-            async move {
-                for _ in 0..k {
-                    for _ in 0..CHAN_BATCH {
-                        C::send(&tx, 0).await;
-                    }
-                    for _ in 0..CHAN_BATCH {
-                        C::recv(&rx).await.unwrap();
-                    }
-                }
-            }
-        })
-        .await;
-        run_gang(g, ops)
-            .await
-            .extra("goroutines", p as f64)
-            .extra("cap", (CHAN_BATCH * p) as f64)
-    }
-
-    /// chan_prodcons: the goro shape on one MPMC channel of `cap` (kanal:
-    /// 0 is a rendezvous channel).
-    pub async fn chan_prodcons<C: Mpmc>(ctx: Ctx, cap: usize) -> RunOut {
-        let batches = ctx.size(2_000_000, 200_000) / PRODCONS_BATCH;
-        let (tx, rx) = C::bounded(cap);
-        let left = Arc::new(AtomicI64::new(batches as i64));
-        let g = Gang::new::<Tokio, _, _>(2 * ctx.procs, move |i| {
-            let (tx, rx, left) = (tx.clone(), rx.clone(), left.clone());
-            async move {
-                if i % 2 == 0 {
-                    while left.fetch_sub(1, Ordering::Relaxed) > 0 {
-                        for _ in 0..PRODCONS_BATCH {
-                            C::send(&tx, 1).await;
-                        }
-                    }
-                    C::send(&tx, 0).await;
-                    return;
-                }
-                loop {
-                    if C::recv(&rx).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                }
-            }
-        })
-        .await;
-        run_gang(g, batches * PRODCONS_BATCH)
-            .await
-            .extra("producers", ctx.procs as f64)
-            .extra("consumers", ctx.procs as f64)
-            .extra("cap", cap as f64)
     }
 
     /// select_contended: the goro shape on two MPMC channels of capacity 1
@@ -427,8 +405,8 @@ mod tokio_mpmc {
                 if i % 2 == 0 {
                     for _ in 0..k {
                         tokio::select! {
-                            _ = C::send(&t1, 0) => {}
-                            _ = C::send(&t2, 0) => {}
+                            r = C::send(&t1, 0) => { r.unwrap(); }
+                            r = C::send(&t2, 0) => { r.unwrap(); }
                         }
                     }
                     return;

@@ -10,11 +10,10 @@
 //!   that need the P now and then).
 //!
 //! Each workload's header comment says what one op is; the shapes and op
-//! counts are those of `bench/go/guarantees.go` (read side by side). Shapes
-//! with no channel are written once, generic over [`Rt`]; the channel ones
-//! once per runtime. tokio has no rendezvous channel: its side uses
-//! `tokio::sync::mpsc::channel(1)` where Go and goro use capacity 0
-//! (`ping_pong_hog`).
+//! counts are those of `bench/go/guarantees.go` (read side by side). Each is
+//! written once, generic over [`Rt`] (its channel: goro's `goro::chan`,
+//! tokio's `tokio::sync::mpsc`), except `ping_pong_hog`, whose hog polls a
+//! select with default: an idiom each runtime spells its own way.
 
 use crate::registry::{body, Ctx, Measured, Meter, RunOut, Workload};
 use crate::rt::{Goro, Histogram, Latch, Rt, Tokio};
@@ -52,8 +51,8 @@ pub fn register(v: &mut Vec<Workload>) {
             "one send to a parked task by a task that then spins 20 ms in one poll; extra p50_ns, max_ns of send-to-recv-return",
             (40, 10),
         )
-        .goro(Ok(body(goro_side::wake_busy)))
-        .tokio(Ok(body(tokio_side::wake_busy)))
+        .goro(Ok(body(wake_busy::<Goro>)))
+        .tokio(Ok(body(wake_busy::<Tokio>)))
         .show(&["p50_ns", "max_ns"]),
     );
     v.push(
@@ -63,8 +62,8 @@ pub fn register(v: &mut Vec<Workload>) {
             "one send+recv on a task's own cap-1 channel, looped for 300 ms (quick 100; the listed counts are these ms, ops are the iterations done) beside a 1 ms sleeper; extra max_gap_ns, hog_ops_per_s",
             (300, 100),
         )
-        .goro(Ok(body(goro_side::hog)))
-        .tokio(Ok(body(tokio_side::hog)))
+        .goro(Ok(body(hog::<Goro>)))
+        .tokio(Ok(body(hog::<Tokio>)))
         .show(&["max_gap_ns", "hog_ops_per_s"]),
     );
     v.push(
@@ -141,133 +140,138 @@ async fn spawn_busy<R: Rt>(ctx: Ctx) -> RunOut {
     busy_out(reps, meas, &hist, max_ns)
 }
 
+/// wake_busy (Go: a send that wakes a parked goroutine, followed by 20 ms
+/// of computation).
+///
+/// One op = one rep. A child task is spawned before the clock; it loops
+/// `ready.send(()); t0 = ch.recv(); lat.send(t0.elapsed())` until `ch` is
+/// closed. Per rep the benchmark task receives the readiness signal,
+/// sleeps 1 ms (so the child is surely parked in its receive), records
+/// t0, sends t0 on `ch` (capacity 1, empty: does not block), spins until
+/// t0 + 20 ms in one CPU-bound stretch of its poll (no await), then
+/// receives the latency. Latency = child's return from recv − t0;
+/// extras p50_ns and max_ns (exact). The guarantee: a task woken by a
+/// busy task must not wait behind its poll while a P idles (at procs of
+/// 2 or more). Channels `ch`, `ready`, `lat` all have capacity 1. The
+/// measured region is all reps (≈ 21 ms each).
+/// Ops: 40 normal, 10 quick.
+async fn wake_busy<R: Rt>(ctx: Ctx) -> RunOut {
+    let reps = ctx.size(40, 10);
+    let (tx, mut rx) = R::bounded::<Instant>(1);
+    let (ready_tx, mut ready_rx) = R::bounded::<()>(1);
+    let (lat_tx, mut lat_rx) = R::bounded::<u64>(1);
+    let exited = Latch::new(1);
+    let e = exited.clone();
+    R::spawn(async move {
+        loop {
+            R::send(&ready_tx, ()).await.unwrap();
+            let Some(t0) = R::recv(&mut rx).await else {
+                break;
+            };
+            R::send(&lat_tx, t0.elapsed().as_nanos() as u64)
+                .await
+                .unwrap();
+        }
+        e.count_down();
+    });
+    let hist = Histogram::default();
+    let mut max_ns = 0;
+    let m = Meter::start();
+    for _ in 0..reps {
+        R::recv(&mut ready_rx).await.unwrap();
+        R::sleep(WAKE_SETTLE).await;
+        let t0 = Instant::now();
+        R::send(&tx, t0).await.unwrap();
+        spin_until(t0 + BUSY);
+        let ns = R::recv(&mut lat_rx).await.unwrap();
+        hist.record(ns);
+        max_ns = max_ns.max(ns);
+    }
+    let meas = m.stop();
+    drop(tx); // the last sender: closes `ch`, which ends the child
+    exited.wait().await;
+    busy_out(reps, meas, &hist, max_ns)
+}
+
+/// hog (Go: a goroutine whose channel operations never block, beside a
+/// 1 ms sleeper).
+///
+/// One op = one hog iteration: `tx.send(i); rx.recv()` on the hog's own
+/// capacity-1 channel (neither ever blocks). The hog loops for D (300 ms
+/// normal, 100 ms quick, from the start of the measured region), looking
+/// at the clock every 128 iterations; beside it a sleeper loops
+/// `sleep(1 ms)` and records the longest gap between consecutive
+/// wake-ups (the first gap counted from the start), until it wakes to
+/// find the hog done. Extras: max_gap_ns (the sleeper's longest gap: ~1
+/// ms when the hog is preempted, up to D when it starves its P) and
+/// hog_ops_per_s (iterations / the hog's own elapsed time). The
+/// guarantee: a task that never blocks must not starve its P. Both
+/// tasks are spawned at the start of the measured region, which ends
+/// when both have returned. On tokio the sleeper's `tokio::time::sleep`
+/// rounds up to its 1 ms tick, so its gaps are ~2 ms at best.
+/// Ops: the iterations done in D = 300 ms normal, 100 ms quick.
+async fn hog<R: Rt>(ctx: Ctx) -> RunOut {
+    let dur = Duration::from_millis(ctx.size(300, 100));
+    let (tx, mut rx) = R::bounded::<u64>(1);
+    let ops = Arc::new(AtomicU64::new(0));
+    let hog_ns = Arc::new(AtomicU64::new(0));
+    let max_gap = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Latch::new(2);
+    let m = Meter::start();
+    let start = Instant::now();
+    {
+        let (ops, hog_ns, stop, done) = (ops.clone(), hog_ns.clone(), stop.clone(), done.clone());
+        R::spawn(async move {
+            let mut n = 0;
+            while start.elapsed() < dur {
+                for _ in 0..HOG_BATCH {
+                    R::send(&tx, n).await.unwrap();
+                    R::recv(&mut rx).await.unwrap();
+                    n += 1;
+                }
+            }
+            hog_ns.store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            ops.store(n, Ordering::Relaxed);
+            stop.store(true, Ordering::Release);
+            done.count_down();
+        });
+    }
+    {
+        let (max_gap, stop, done) = (max_gap.clone(), stop.clone(), done.clone());
+        R::spawn(async move {
+            let (mut last, mut max) = (start, Duration::ZERO);
+            loop {
+                R::sleep(HOG_TICK).await;
+                let now = Instant::now();
+                max = max.max(now - last);
+                last = now;
+                if stop.load(Ordering::Acquire) {
+                    break;
+                }
+            }
+            max_gap.store(max.as_nanos() as u64, Ordering::Relaxed);
+            done.count_down();
+        });
+    }
+    done.wait().await;
+    let meas = m.stop();
+    hog_out(
+        ops.load(Ordering::Relaxed),
+        meas,
+        hog_ns.load(Ordering::Relaxed),
+        max_gap.load(Ordering::Relaxed),
+    )
+}
+
 // ---------------------------------------------------------------------------
-// goro
+// ping_pong_hog, once per runtime: the hog's select with default and the
+// closed `stop` it watches are spelt differently on each.
 // ---------------------------------------------------------------------------
 
 mod goro_side {
     use super::*;
     use goro::chan::bounded;
-
-    /// wake_busy (Go: a send that wakes a parked goroutine, followed by 20 ms
-    /// of computation).
-    ///
-    /// One op = one rep. A child task is spawned before the clock; it loops
-    /// `ready.send(()); t0 = ch.recv(); lat.send(t0.elapsed())` until `ch` is
-    /// closed. Per rep the benchmark task receives the readiness signal,
-    /// sleeps 1 ms (so the child is surely parked in its receive), records
-    /// t0, sends t0 on `ch` (capacity 1, empty: does not block), spins until
-    /// t0 + 20 ms in one CPU-bound stretch of its poll (no await), then
-    /// receives the latency. Latency = child's return from recv − t0;
-    /// extras p50_ns and max_ns (exact). The guarantee: a task woken by a
-    /// busy task must not wait behind its poll while a P idles (at procs of
-    /// 2 or more). Channels `ch`, `ready`, `lat` all have capacity 1. The
-    /// measured region is all reps (≈ 21 ms each).
-    /// Ops: 40 normal, 10 quick.
-    pub async fn wake_busy(ctx: Ctx) -> RunOut {
-        let reps = ctx.size(40, 10);
-        let (tx, rx) = bounded::<Instant>(1);
-        let (ready_tx, ready_rx) = bounded::<()>(1);
-        let (lat_tx, lat_rx) = bounded::<u64>(1);
-        let exited = Latch::new(1);
-        let e = exited.clone();
-        Goro::spawn(async move {
-            loop {
-                ready_tx.send(()).await.unwrap();
-                let Ok(t0) = rx.recv().await else { break };
-                lat_tx.send(t0.elapsed().as_nanos() as u64).await.unwrap();
-            }
-            e.count_down();
-        });
-        let hist = Histogram::default();
-        let mut max_ns = 0;
-        let m = Meter::start();
-        for _ in 0..reps {
-            ready_rx.recv().await.unwrap();
-            goro::time::sleep(WAKE_SETTLE).await;
-            let t0 = Instant::now();
-            tx.send(t0).await.unwrap();
-            spin_until(t0 + BUSY);
-            let ns = lat_rx.recv().await.unwrap();
-            hist.record(ns);
-            max_ns = max_ns.max(ns);
-        }
-        let meas = m.stop();
-        tx.close();
-        exited.wait().await;
-        busy_out(reps, meas, &hist, max_ns)
-    }
-
-    /// hog (Go: a goroutine whose channel operations never block, beside a
-    /// 1 ms sleeper).
-    ///
-    /// One op = one hog iteration: `tx.send(i); rx.recv()` on the hog's own
-    /// capacity-1 channel (neither ever blocks). The hog loops for D (300 ms
-    /// normal, 100 ms quick, from the start of the measured region), looking
-    /// at the clock every 128 iterations; beside it a sleeper loops
-    /// `sleep(1 ms)` and records the longest gap between consecutive
-    /// wake-ups (the first gap counted from the start), until it wakes to
-    /// find the hog done. Extras: max_gap_ns (the sleeper's longest gap: ~1
-    /// ms when the hog is preempted, up to D when it starves its P) and
-    /// hog_ops_per_s (iterations / the hog's own elapsed time). The
-    /// guarantee: a task that never blocks must not starve its P. Both
-    /// tasks are spawned at the start of the measured region, which ends
-    /// when both have returned.
-    /// Ops: the iterations done in D = 300 ms normal, 100 ms quick.
-    pub async fn hog(ctx: Ctx) -> RunOut {
-        let dur = Duration::from_millis(ctx.size(300, 100));
-        let (tx, rx) = bounded::<u64>(1);
-        let ops = Arc::new(AtomicU64::new(0));
-        let hog_ns = Arc::new(AtomicU64::new(0));
-        let max_gap = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let done = Latch::new(2);
-        let m = Meter::start();
-        let start = Instant::now();
-        {
-            let (ops, hog_ns, stop, done) =
-                (ops.clone(), hog_ns.clone(), stop.clone(), done.clone());
-            Goro::spawn(async move {
-                let mut n = 0;
-                while start.elapsed() < dur {
-                    for _ in 0..HOG_BATCH {
-                        tx.send(n).await.unwrap();
-                        rx.recv().await.unwrap();
-                        n += 1;
-                    }
-                }
-                hog_ns.store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                ops.store(n, Ordering::Relaxed);
-                stop.store(true, Ordering::Release);
-                done.count_down();
-            });
-        }
-        {
-            let (max_gap, stop, done) = (max_gap.clone(), stop.clone(), done.clone());
-            Goro::spawn(async move {
-                let (mut last, mut max) = (start, Duration::ZERO);
-                loop {
-                    goro::time::sleep(HOG_TICK).await;
-                    let now = Instant::now();
-                    max = max.max(now - last);
-                    last = now;
-                    if stop.load(Ordering::Acquire) {
-                        break;
-                    }
-                }
-                max_gap.store(max.as_nanos() as u64, Ordering::Relaxed);
-                done.count_down();
-            });
-        }
-        done.wait().await;
-        let meas = m.stop();
-        hog_out(
-            ops.load(Ordering::Relaxed),
-            meas,
-            hog_ns.load(Ordering::Relaxed),
-            max_gap.load(Ordering::Relaxed),
-        )
-    }
 
     /// ping_pong_hog (Go: BenchmarkPingPongHog in runtime/proc_test.go,
     /// that shape exactly).
@@ -339,107 +343,9 @@ mod goro_side {
     }
 }
 
-// ---------------------------------------------------------------------------
-// tokio
-// ---------------------------------------------------------------------------
-
 mod tokio_side {
     use super::*;
     use tokio::sync::{broadcast, mpsc};
-
-    /// wake_busy: the goro shape (see there) over `mpsc::channel(1)`;
-    /// dropping the sender ends the child.
-    pub async fn wake_busy(ctx: Ctx) -> RunOut {
-        let reps = ctx.size(40, 10);
-        let (tx, mut rx) = mpsc::channel::<Instant>(1);
-        let (ready_tx, mut ready_rx) = mpsc::channel::<()>(1);
-        let (lat_tx, mut lat_rx) = mpsc::channel::<u64>(1);
-        let exited = Latch::new(1);
-        let e = exited.clone();
-        Tokio::spawn(async move {
-            loop {
-                ready_tx.send(()).await.unwrap();
-                let Some(t0) = rx.recv().await else { break };
-                lat_tx.send(t0.elapsed().as_nanos() as u64).await.unwrap();
-            }
-            e.count_down();
-        });
-        let hist = Histogram::default();
-        let mut max_ns = 0;
-        let m = Meter::start();
-        for _ in 0..reps {
-            ready_rx.recv().await.unwrap();
-            tokio::time::sleep(WAKE_SETTLE).await;
-            let t0 = Instant::now();
-            tx.send(t0).await.unwrap();
-            spin_until(t0 + BUSY);
-            let ns = lat_rx.recv().await.unwrap();
-            hist.record(ns);
-            max_ns = max_ns.max(ns);
-        }
-        let meas = m.stop();
-        drop(tx);
-        exited.wait().await;
-        busy_out(reps, meas, &hist, max_ns)
-    }
-
-    /// hog: the goro shape (see there) over `mpsc::channel(1)` and
-    /// `tokio::time::sleep` (which rounds up to its 1 ms tick, so the
-    /// sleeper's gaps are ~2 ms at best).
-    pub async fn hog(ctx: Ctx) -> RunOut {
-        let dur = Duration::from_millis(ctx.size(300, 100));
-        let (tx, mut rx) = mpsc::channel::<u64>(1);
-        let ops = Arc::new(AtomicU64::new(0));
-        let hog_ns = Arc::new(AtomicU64::new(0));
-        let max_gap = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let done = Latch::new(2);
-        let m = Meter::start();
-        let start = Instant::now();
-        {
-            let (ops, hog_ns, stop, done) =
-                (ops.clone(), hog_ns.clone(), stop.clone(), done.clone());
-            Tokio::spawn(async move {
-                let mut n = 0;
-                while start.elapsed() < dur {
-                    for _ in 0..HOG_BATCH {
-                        tx.send(n).await.unwrap();
-                        rx.recv().await.unwrap();
-                        n += 1;
-                    }
-                }
-                hog_ns.store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                ops.store(n, Ordering::Relaxed);
-                stop.store(true, Ordering::Release);
-                done.count_down();
-            });
-        }
-        {
-            let (max_gap, stop, done) = (max_gap.clone(), stop.clone(), done.clone());
-            Tokio::spawn(async move {
-                let (mut last, mut max) = (start, Duration::ZERO);
-                loop {
-                    tokio::time::sleep(HOG_TICK).await;
-                    let now = Instant::now();
-                    max = max.max(now - last);
-                    last = now;
-                    if stop.load(Ordering::Acquire) {
-                        break;
-                    }
-                }
-                max_gap.store(max.as_nanos() as u64, Ordering::Relaxed);
-                done.count_down();
-            });
-        }
-        done.wait().await;
-        let meas = m.stop();
-        hog_out(
-            ops.load(Ordering::Relaxed),
-            meas,
-            hog_ns.load(Ordering::Relaxed),
-            max_gap.load(Ordering::Relaxed),
-        )
-    }
 
     /// ping_pong_hog: the goro shape (see there). `stop` is a
     /// `broadcast::channel` whose only sender A drops (Go's `close(stop)`,

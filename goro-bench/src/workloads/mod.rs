@@ -5,7 +5,9 @@
 //!
 //! # Adding a workload
 //!
-//! 1. In the group's file, write the body for each runtime: an `async fn`
+//! 1. In the group's file, write the body once, generic over
+//!    [`Rt`](crate::rt::Rt) (spawn, yield, sleep, the blocking pool and a
+//!    bounded channel, whose receiver has one owner): an `async fn`
 //!    (or a function returning a future) taking [`Ctx`](crate::registry::Ctx)
 //!    and returning [`RunOut`](crate::registry::RunOut). Set up first (spawn
 //!    tasks parked on a [`Gang`](crate::rt::Gang), make channels), then
@@ -13,10 +15,12 @@
 //!    tear down so that no task outlives the call, and return
 //!    `RunOut::new(ops, meas).extra("n", n)`. A header comment says what one
 //!    op is, the shape, and the op counts, which must be those of the Go
-//!    twin in `bench/go/<group>.go` (`ctx.size(normal, quick)`). Shapes that
-//!    only spawn/yield/wait are written once, generic over [`Rt`](crate::rt::Rt).
+//!    twin in `bench/go/<group>.go` (`ctx.size(normal, quick)`). Only an
+//!    operation the runtimes spell differently (a `select!`, a timer
+//!    handle) is written per runtime, in the file's `goro_side` and
+//!    `tokio_side`, with a comment saying why.
 //! 2. Register it in the file's `register`:
-//!    `v.push(Workload::new(name, group, op, (normal, quick)).goro(Ok(body(..))).tokio(Ok(body(..))))`,
+//!    `v.push(Workload::new(name, group, op, (normal, quick)).goro(Ok(body(f::<Goro>))).tokio(Ok(body(f::<Tokio>))))`,
 //!    with `.seed("004")`, `.no_go("why")` when `bench/go` has no twin,
 //!    `.fixed_procs(p)`, `.show(&["p99_ns"])` as needed. A workload whose Go
 //!    twin is a server that goro-bench drives (the net group) registers the

@@ -2,15 +2,17 @@
 //! over channels, bursts, idling, oversubscription.
 //!
 //! Each workload's header comment says what one op is; the shapes and op
-//! counts are those of `bench/go/sched.go` (read side by side). Shapes with
-//! no channel are written once, generic over [`Rt`]; the channel ones once
-//! per runtime. tokio has no rendezvous channel: its side uses
-//! `tokio::sync::mpsc::channel(1)` where Go and goro use capacity 0, so
-//! `ring` and `ring_buf` are the same program on tokio.
+//! counts are those of `bench/go/sched.go` (read side by side). Each is
+//! written once, generic over [`Rt`] (its channel: goro's `goro::chan`,
+//! tokio's `tokio::sync::mpsc`), except `idle_cpu`, whose tasks park in a
+//! select on a channel and a timer, spelt differently on each runtime.
+//! tokio has no rendezvous channel: its `mpsc::channel(1)` stands where Go
+//! and goro use capacity 0, so `ring` and `ring_buf` are the same program
+//! on tokio.
 
-use crate::registry::{body, Ctx, Meter, RunOut, Workload};
-use crate::rt::Goro;
-use crate::rt::{Gang, Histogram, Latch, Rt, Tokio};
+use crate::load::LoadChild;
+use crate::registry::{body, Ctx, Measured, Meter, RunOut, Workload};
+use crate::rt::{Gang, Goro, Histogram, Latch, Rt, Tokio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,8 +62,8 @@ pub fn register(v: &mut Vec<Workload>) {
             (500_000, 50_000),
         )
         .seed("004")
-        .goro(Ok(body(|c| goro_side::ping_pong(c, None))))
-        .tokio(Ok(body(|c| tokio_side::ping_pong(c, None)))),
+        .goro(Ok(body(|c| ping_pong::<Goro>(c, None))))
+        .tokio(Ok(body(|c| ping_pong::<Tokio>(c, None)))),
     );
     for (prefix, cap) in [("ring", 0usize), ("ring_buf", 1)] {
         for n in RING_SIZES {
@@ -78,8 +80,8 @@ pub fn register(v: &mut Vec<Workload>) {
                     (1_000_000, 100_000),
                 )
                 .seed("004")
-                .goro(Ok(body(move |c| goro_side::ring(c, n, cap))))
-                .tokio(Ok(body(move |c| tokio_side::ring(c, n, cap)))),
+                .goro(Ok(body(move |c| ring::<Goro>(c, n, cap))))
+                .tokio(Ok(body(move |c| ring::<Tokio>(c, n, cap)))),
             );
         }
     }
@@ -118,21 +120,21 @@ pub fn register(v: &mut Vec<Workload>) {
             (500_000, 50_000),
         )
         .seed("000")
-        .goro(Ok(body(|c| goro_side::ping_pong(c, Some("ping_pong")))))
-        .tokio(Ok(body(|c| tokio_side::ping_pong(c, Some("ping_pong")))))
+        .goro(Ok(body(|c| ping_pong::<Goro>(c, Some("ping_pong")))))
+        .tokio(Ok(body(|c| ping_pong::<Tokio>(c, Some("ping_pong")))))
         .show(&["p50_ns", "p99_ns", "p999_ns"]),
     );
     v.push(
         Workload::new("oversub/ring", "sched", format!("one token hop in a ring of {OVERSUB_RING} (rendezvous) while a second copy of the process runs ring/n={OVERSUB_RING}"), (1_000_000, 100_000))
             .seed("000")
-            .goro(Ok(body(goro_side::oversub_ring)))
-            .tokio(Ok(body(tokio_side::oversub_ring)))
+            .goro(Ok(body(oversub_ring::<Goro>)))
+            .tokio(Ok(body(oversub_ring::<Tokio>)))
             .show(&["p50_ns", "p99_ns", "p999_ns"]),
     );
 }
 
 // ---------------------------------------------------------------------------
-// Generic shapes (no channels): the same code on goro and tokio.
+// The same code on goro and tokio.
 // ---------------------------------------------------------------------------
 
 /// spawn_chain (Go: BenchmarkCreateGoroutines, one chain).
@@ -255,7 +257,7 @@ async fn burst<R: Rt>(ctx: Ctx) -> RunOut {
 const IDLE_TASKS: usize = 10_000;
 
 /// idle_cpu's common tail: the extras from the idle region.
-fn idle_out(idle_ms: u64, meas: crate::registry::Measured) -> RunOut {
+fn idle_out(idle_ms: u64, meas: Measured) -> RunOut {
     let secs = meas.wall_ns as f64 / 1e9;
     RunOut::new(idle_ms, meas)
         .extra("tasks", IDLE_TASKS as f64)
@@ -270,172 +272,203 @@ fn with_quantiles(out: RunOut, h: &Histogram) -> RunOut {
         .extra("p999_ns", h.quantile(0.999))
 }
 
+/// ping_pong (Go: ChanSync shape, two channels); with `load`, oversub/ping_pong.
+///
+/// Two tasks, two rendezvous channels ping and pong (tokio: capacity 1).
+/// The pinger does R times `ping.send(i); pong.recv()`; the ponger R times
+/// `v = ping.recv(); pong.send(v)`. One op = one round trip. Both tasks
+/// are spawned and parked before the clock starts.
+/// Ops: 500,000 normal, 50,000 quick.
+///
+/// oversub (`load = Some(workload)`): first a second copy of this
+/// process starts running `workload` on the same runtime and procs in a
+/// loop (the cores are oversubscribed); the pinger records each round
+/// trip's latency (p50/p99/p999 extras).
+async fn ping_pong<R: Rt>(ctx: Ctx, load: Option<&'static str>) -> RunOut {
+    let child = match load {
+        Some(w) => Some(LoadChild::start_async::<R>(&ctx, w).await),
+        None => None,
+    };
+    let r = ctx.size(500_000, 50_000);
+    let (ping_tx, ping_rx) = R::bounded::<u64>(0);
+    let (pong_tx, pong_rx) = R::bounded::<u64>(0);
+    let hist = Arc::new(Histogram::default());
+    let rec = child.is_some();
+    // Each end goes to exactly one task: hand them over through slots.
+    let slots = std::sync::Mutex::new((Some((ping_tx, pong_rx)), Some((ping_rx, pong_tx))));
+    let h = hist.clone();
+    let g = Gang::new::<R, _, _>(2, move |who| {
+        let mut s = slots.lock().unwrap();
+        let h = h.clone();
+        let pinger = if who == 0 { s.0.take() } else { None };
+        let ponger = if who == 1 { s.1.take() } else { None };
+        async move {
+            if let Some((ping_tx, mut pong_rx)) = pinger {
+                for i in 0..r {
+                    let t = rec.then(Instant::now);
+                    R::send(&ping_tx, i).await.unwrap();
+                    R::recv(&mut pong_rx).await.unwrap();
+                    if let Some(t) = t {
+                        h.record_since(t);
+                    }
+                }
+            } else if let Some((mut ping_rx, pong_tx)) = ponger {
+                for _ in 0..r {
+                    let v = R::recv(&mut ping_rx).await.unwrap();
+                    R::send(&pong_tx, v).await.unwrap();
+                }
+            }
+        }
+    })
+    .await;
+    let m = Meter::start();
+    g.release();
+    g.wait().await;
+    let meas = m.stop();
+    let out = RunOut::new(r, meas);
+    match child {
+        Some(c) => {
+            drop(c);
+            with_quantiles(out, &hist)
+        }
+        None => out,
+    }
+}
+
+/// What goes round a ring: the hops left, and for oversub/ring the time it
+/// was sent (so `u64` compiles to the plain ring, with nothing recorded).
+trait Token: Copy + Send + 'static {
+    /// A token with `hops` left, sent now.
+    fn new(hops: u64) -> Self;
+    /// The hops left.
+    fn hops(self) -> u64;
+    /// On arrival: oversub/ring records the hop's latency.
+    fn arrived(self, h: &Histogram);
+}
+
+impl Token for u64 {
+    fn new(hops: u64) -> Self {
+        hops
+    }
+    fn hops(self) -> u64 {
+        self
+    }
+    fn arrived(self, _: &Histogram) {}
+}
+
+impl Token for (u64, Instant) {
+    fn new(hops: u64) -> Self {
+        (hops, Instant::now())
+    }
+    fn hops(self) -> u64 {
+        self.0
+    }
+    fn arrived(self, h: &Histogram) {
+        h.record_since(self.1);
+    }
+}
+
+/// The hops of the token that ends a ring's tasks where a sender cannot
+/// close a channel other tasks still send on (tokio; see [`Rt::CAN_CLOSE`]).
+const RING_STOP: u64 = u64::MAX;
+
+/// Runs a ring of `n` tasks over channels of capacity `cap` for `hops`
+/// hops (see [`ring`]), recording into `hist` what the token records, and
+/// returns the measured region. Afterwards it ends the tasks: goro closes
+/// every channel; tokio sends a [`RING_STOP`] token round (each task passes
+/// it on and returns; the last one finds 0's receiver gone).
+async fn run_ring<R: Rt, T: Token>(
+    n: usize,
+    cap: usize,
+    hops: u64,
+    hist: &Arc<Histogram>,
+) -> Measured {
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..n).map(|_| R::bounded::<T>(cap)).unzip();
+    let done = Latch::new(1);
+    let ready = Latch::new(n);
+    let exited = Latch::new(n);
+    for (i, mut rx) in rxs.into_iter().enumerate() {
+        let out = txs[(i + 1) % n].clone();
+        let (done, ready, exited, h) = (done.clone(), ready.clone(), exited.clone(), hist.clone());
+        R::spawn(async move {
+            ready.count_down();
+            while let Some(t) = R::recv(&mut rx).await {
+                let v = t.hops();
+                if !R::CAN_CLOSE && v == RING_STOP {
+                    let _ = R::send(&out, t).await;
+                    break;
+                }
+                t.arrived(&h);
+                if v == 0 {
+                    done.count_down();
+                    continue;
+                }
+                if R::send(&out, T::new(v - 1)).await.is_err() {
+                    break;
+                }
+            }
+            exited.count_down();
+        });
+    }
+    ready.wait().await;
+
+    let m = Meter::start();
+    R::send(&txs[0], T::new(hops - 1)).await.unwrap();
+    done.wait().await;
+    let meas = m.stop();
+
+    if R::CAN_CLOSE {
+        txs.iter().for_each(R::close);
+    } else {
+        R::send(&txs[0], T::new(RING_STOP)).await.unwrap();
+    }
+    exited.wait().await;
+    meas
+}
+
+/// ring/n=N (cap 0, Go: GoroutineRing) and ring_buf/n=N (cap 1, GoroutineRingBuf).
+///
+/// n tasks; task i receives from `chans[i]` and sends to `chans[(i+1)%n]`.
+/// One token (the number of hops left) goes around: the benchmark task
+/// sends H-1 into `chans[0]`; a task that receives v > 0 sends v-1 on; the
+/// one that receives 0 opens `done`: exactly H transfers. One op = one
+/// hop (one channel transfer and the wake of the next task). The n tasks
+/// are running (about to block on their first receive) before the clock
+/// starts; afterwards they are ended ([`run_ring`]).
+/// Ops: H = 1,000,000 normal, 100,000 quick, for every n.
+async fn ring<R: Rt>(ctx: Ctx, n: usize, cap: usize) -> RunOut {
+    let hops = ctx.size(1_000_000, 100_000);
+    let unused = Arc::new(Histogram::default());
+    let meas = run_ring::<R, u64>(n, cap, hops, &unused).await;
+    RunOut::new(hops, meas)
+        .extra("n", n as f64)
+        .extra("cap", cap as f64)
+}
+
+/// oversub/ring: ring/n=100 over rendezvous channels while a second copy
+/// of the process runs ring/n=100. The token carries the time it was
+/// sent; each receiver records the hop's latency. One op = one hop.
+/// Ops: 1,000,000 normal, 100,000 quick.
+async fn oversub_ring<R: Rt>(ctx: Ctx) -> RunOut {
+    let child = LoadChild::start_async::<R>(&ctx, "ring/n=100").await;
+    let hops = ctx.size(1_000_000, 100_000);
+    let hist = Arc::new(Histogram::default());
+    let meas = run_ring::<R, (u64, Instant)>(OVERSUB_RING, 0, hops, &hist).await;
+    drop(child);
+    with_quantiles(
+        RunOut::new(hops, meas).extra("n", OVERSUB_RING as f64),
+        &hist,
+    )
+}
+
 // ---------------------------------------------------------------------------
-// goro
+// idle_cpu, once per runtime: each parks its tasks in its own select over a
+// channel and a timer.
 // ---------------------------------------------------------------------------
 
 mod goro_side {
     use super::*;
-    use crate::load::LoadChild;
     use goro::chan::bounded;
-
-    /// ping_pong (Go: ChanSync shape, two channels); with `load`, oversub/ping_pong.
-    ///
-    /// Two tasks, two rendezvous channels ping and pong. The pinger does R
-    /// times `ping.send(i); pong.recv()`; the ponger R times
-    /// `v = ping.recv(); pong.send(v)`. One op = one round trip. Both tasks
-    /// are spawned and parked before the clock starts.
-    /// Ops: 500,000 normal, 50,000 quick.
-    ///
-    /// oversub (`load = Some(workload)`): first a second copy of this
-    /// process starts running `workload` on the same runtime and procs in a
-    /// loop (the cores are oversubscribed); the pinger records each round
-    /// trip's latency (p50/p99/p999 extras).
-    pub async fn ping_pong(ctx: Ctx, load: Option<&'static str>) -> RunOut {
-        let child = match load {
-            Some(w) => Some(LoadChild::start_async::<Goro>(&ctx, w).await),
-            None => None,
-        };
-        let r = ctx.size(500_000, 50_000);
-        let (ping_tx, ping_rx) = bounded::<u64>(0);
-        let (pong_tx, pong_rx) = bounded::<u64>(0);
-        let hist = Arc::new(Histogram::default());
-        let rec = child.is_some();
-        let h = hist.clone();
-        let g = Gang::new::<Goro, _, _>(2, move |who| {
-            let (ping_tx, ping_rx, pong_tx, pong_rx, h) = (
-                ping_tx.clone(),
-                ping_rx.clone(),
-                pong_tx.clone(),
-                pong_rx.clone(),
-                h.clone(),
-            );
-            async move {
-                if who == 0 {
-                    for i in 0..r {
-                        let t = rec.then(Instant::now);
-                        ping_tx.send(i).await.unwrap();
-                        pong_rx.recv().await.unwrap();
-                        if let Some(t) = t {
-                            h.record_since(t);
-                        }
-                    }
-                } else {
-                    for _ in 0..r {
-                        let v = ping_rx.recv().await.unwrap();
-                        pong_tx.send(v).await.unwrap();
-                    }
-                }
-            }
-        })
-        .await;
-        let m = Meter::start();
-        g.release();
-        g.wait().await;
-        let meas = m.stop();
-        let out = RunOut::new(r, meas);
-        match child {
-            Some(c) => {
-                drop(c);
-                with_quantiles(out, &hist)
-            }
-            None => out,
-        }
-    }
-
-    /// ring/n=N (cap 0, Go: GoroutineRing) and ring_buf/n=N (cap 1, GoroutineRingBuf).
-    ///
-    /// n tasks; task i receives from `chans[i]` and sends to `chans[(i+1)%n]`.
-    /// One token (the number of hops left) goes around: the benchmark task
-    /// sends H-1 into `chans[0]`; a task that receives v > 0 sends v-1 on; the
-    /// one that receives 0 opens `done`: exactly H transfers. One op = one
-    /// hop (one channel transfer and the wake of the next task). The n tasks
-    /// are running (about to block on their first receive) before the clock
-    /// starts; afterwards every channel is closed and the tasks return.
-    /// Ops: H = 1,000,000 normal, 100,000 quick, for every n.
-    pub async fn ring(ctx: Ctx, n: usize, cap: usize) -> RunOut {
-        let hops = ctx.size(1_000_000, 100_000);
-        let (txs, rxs): (Vec<_>, Vec<_>) = (0..n).map(|_| bounded::<u64>(cap)).unzip();
-        let done = Latch::new(1);
-        let ready = Latch::new(n);
-        let exited = Latch::new(n);
-        for i in 0..n {
-            let (rx, out) = (rxs[i].clone(), txs[(i + 1) % n].clone());
-            let (done, ready, exited) = (done.clone(), ready.clone(), exited.clone());
-            Goro::spawn(async move {
-                ready.count_down();
-                while let Ok(v) = rx.recv().await {
-                    if v == 0 {
-                        done.count_down();
-                        continue;
-                    }
-                    if out.send(v - 1).await.is_err() {
-                        break;
-                    }
-                }
-                exited.count_down();
-            });
-        }
-        ready.wait().await;
-
-        let m = Meter::start();
-        txs[0].send(hops - 1).await.unwrap();
-        done.wait().await;
-        let meas = m.stop();
-
-        for tx in &txs {
-            tx.close();
-        }
-        exited.wait().await;
-        RunOut::new(hops, meas)
-            .extra("n", n as f64)
-            .extra("cap", cap as f64)
-    }
-
-    /// oversub/ring: ring/n=100 over rendezvous channels while a second copy
-    /// of the process runs ring/n=100. The token carries the time it was
-    /// sent; each receiver records the hop's latency. One op = one hop.
-    /// Ops: 1,000,000 normal, 100,000 quick.
-    pub async fn oversub_ring(ctx: Ctx) -> RunOut {
-        let child = LoadChild::start_async::<Goro>(&ctx, "ring/n=100").await;
-        let n = OVERSUB_RING;
-        let hops = ctx.size(1_000_000, 100_000);
-        let hist = Arc::new(Histogram::default());
-        let (txs, rxs): (Vec<_>, Vec<_>) = (0..n).map(|_| bounded::<(u64, Instant)>(0)).unzip();
-        let done = Latch::new(1);
-        let ready = Latch::new(n);
-        let exited = Latch::new(n);
-        for i in 0..n {
-            let (rx, out) = (rxs[i].clone(), txs[(i + 1) % n].clone());
-            let (done, ready, exited, h) =
-                (done.clone(), ready.clone(), exited.clone(), hist.clone());
-            Goro::spawn(async move {
-                ready.count_down();
-                while let Ok((v, sent)) = rx.recv().await {
-                    h.record_since(sent);
-                    if v == 0 {
-                        done.count_down();
-                        continue;
-                    }
-                    if out.send((v - 1, Instant::now())).await.is_err() {
-                        break;
-                    }
-                }
-                exited.count_down();
-            });
-        }
-        ready.wait().await;
-        let m = Meter::start();
-        txs[0].send((hops - 1, Instant::now())).await.unwrap();
-        done.wait().await;
-        let meas = m.stop();
-        drop(child);
-        for tx in &txs {
-            tx.close();
-        }
-        exited.wait().await;
-        with_quantiles(RunOut::new(hops, meas).extra("n", n as f64), &hist)
-    }
 
     /// idle_cpu (seed 000).
     ///
@@ -481,175 +514,9 @@ mod goro_side {
     }
 }
 
-// ---------------------------------------------------------------------------
-// tokio
-// ---------------------------------------------------------------------------
-
 mod tokio_side {
     use super::*;
-    use crate::load::LoadChild;
     use tokio::sync::mpsc;
-
-    /// ping_pong / oversub/ping_pong: the goro shape (see there) with
-    /// `mpsc::channel(1)` for the rendezvous channels.
-    pub async fn ping_pong(ctx: Ctx, load: Option<&'static str>) -> RunOut {
-        let child = match load {
-            Some(w) => Some(LoadChild::start_async::<Tokio>(&ctx, w).await),
-            None => None,
-        };
-        let r = ctx.size(500_000, 50_000);
-        let (ping_tx, ping_rx) = mpsc::channel::<u64>(1);
-        let (pong_tx, pong_rx) = mpsc::channel::<u64>(1);
-        let hist = Arc::new(Histogram::default());
-        let rec = child.is_some();
-        // Each end goes to exactly one task: hand them over through slots.
-        let slots = std::sync::Mutex::new((Some((ping_tx, pong_rx)), Some((ping_rx, pong_tx))));
-        let h = hist.clone();
-        let g = Gang::new::<Tokio, _, _>(2, move |who| {
-            let mut s = slots.lock().unwrap();
-            let h = h.clone();
-            let pinger = if who == 0 { s.0.take() } else { None };
-            let ponger = if who == 1 { s.1.take() } else { None };
-            async move {
-                if let Some((ping_tx, mut pong_rx)) = pinger {
-                    for i in 0..r {
-                        let t = rec.then(Instant::now);
-                        ping_tx.send(i).await.unwrap();
-                        pong_rx.recv().await.unwrap();
-                        if let Some(t) = t {
-                            h.record_since(t);
-                        }
-                    }
-                } else if let Some((mut ping_rx, pong_tx)) = ponger {
-                    for _ in 0..r {
-                        let v = ping_rx.recv().await.unwrap();
-                        pong_tx.send(v).await.unwrap();
-                    }
-                }
-            }
-        })
-        .await;
-        let m = Meter::start();
-        g.release();
-        g.wait().await;
-        let meas = m.stop();
-        let out = RunOut::new(r, meas);
-        match child {
-            Some(c) => {
-                drop(c);
-                with_quantiles(out, &hist)
-            }
-            None => out,
-        }
-    }
-
-    /// ring / ring_buf: the goro shape (see there) with
-    /// `mpsc::channel(cap.max(1))`. tokio has no `close` on a sender, so the
-    /// teardown sends a sentinel (`u64::MAX`) around instead of closing.
-    pub async fn ring(ctx: Ctx, n: usize, cap: usize) -> RunOut {
-        let hops = ctx.size(1_000_000, 100_000);
-        let mut txs = Vec::with_capacity(n);
-        let mut rxs = Vec::with_capacity(n);
-        for _ in 0..n {
-            let (tx, rx) = mpsc::channel::<u64>(cap.max(1));
-            txs.push(tx);
-            rxs.push(Some(rx));
-        }
-        let done = Latch::new(1);
-        let ready = Latch::new(n);
-        let exited = Latch::new(n);
-        for i in 0..n {
-            let mut rx = rxs[i].take().unwrap();
-            let out = txs[(i + 1) % n].clone();
-            let (done, ready, exited) = (done.clone(), ready.clone(), exited.clone());
-            Tokio::spawn(async move {
-                ready.count_down();
-                while let Some(v) = rx.recv().await {
-                    if v == u64::MAX {
-                        let _ = out.send(v).await; // the last one finds 0's receiver gone
-                        break;
-                    }
-                    if v == 0 {
-                        done.count_down();
-                        continue;
-                    }
-                    if out.send(v - 1).await.is_err() {
-                        break;
-                    }
-                }
-                exited.count_down();
-            });
-        }
-        let first = txs[0].clone();
-        drop(txs);
-        ready.wait().await;
-
-        let m = Meter::start();
-        first.send(hops - 1).await.unwrap();
-        done.wait().await;
-        let meas = m.stop();
-
-        first.send(u64::MAX).await.unwrap();
-        drop(first);
-        exited.wait().await;
-        RunOut::new(hops, meas)
-            .extra("n", n as f64)
-            .extra("cap", cap as f64)
-    }
-
-    /// oversub/ring: see the goro side.
-    pub async fn oversub_ring(ctx: Ctx) -> RunOut {
-        let child = LoadChild::start_async::<Tokio>(&ctx, "ring/n=100").await;
-        let n = OVERSUB_RING;
-        let hops = ctx.size(1_000_000, 100_000);
-        let hist = Arc::new(Histogram::default());
-        let mut txs = Vec::with_capacity(n);
-        let mut rxs = Vec::with_capacity(n);
-        for _ in 0..n {
-            let (tx, rx) = mpsc::channel::<(u64, Instant)>(1);
-            txs.push(tx);
-            rxs.push(Some(rx));
-        }
-        let done = Latch::new(1);
-        let ready = Latch::new(n);
-        let exited = Latch::new(n);
-        for i in 0..n {
-            let mut rx = rxs[i].take().unwrap();
-            let out = txs[(i + 1) % n].clone();
-            let (done, ready, exited, h) =
-                (done.clone(), ready.clone(), exited.clone(), hist.clone());
-            Tokio::spawn(async move {
-                ready.count_down();
-                while let Some((v, sent)) = rx.recv().await {
-                    if v == u64::MAX {
-                        let _ = out.send((v, sent)).await;
-                        break;
-                    }
-                    h.record_since(sent);
-                    if v == 0 {
-                        done.count_down();
-                        continue;
-                    }
-                    if out.send((v - 1, Instant::now())).await.is_err() {
-                        break;
-                    }
-                }
-                exited.count_down();
-            });
-        }
-        let first = txs[0].clone();
-        drop(txs);
-        ready.wait().await;
-        let m = Meter::start();
-        first.send((hops - 1, Instant::now())).await.unwrap();
-        done.wait().await;
-        let meas = m.stop();
-        drop(child);
-        first.send((u64::MAX, Instant::now())).await.unwrap();
-        drop(first);
-        exited.wait().await;
-        with_quantiles(RunOut::new(hops, meas).extra("n", n as f64), &hist)
-    }
 
     /// idle_cpu: the goro shape (see there), each task parked in a
     /// `select!` on its own channel and a one-hour `sleep` (so 10,000 timers

@@ -177,8 +177,8 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-/// What the time workloads need from a runtime beyond [`Rt`]: its sleep,
-/// and the garbage timers.
+/// What the time workloads need from a runtime beyond [`Rt`]: the garbage
+/// timers.
 pub trait TimeRt: Rt {
     /// The armed garbage timers, for [`TimeRt::stop_garbage`].
     type Garbage: Send + 'static;
@@ -187,8 +187,6 @@ pub trait TimeRt: Rt {
     fn arm_garbage(procs: usize) -> impl Future<Output = Self::Garbage> + Send;
     /// Stops every garbage timer (Go's `stopGarbage`). Runs after the clock stops.
     fn stop_garbage(g: Self::Garbage) -> impl Future<Output = ()> + Send;
-    /// The runtime's sleep.
-    fn sleep(d: Duration) -> impl Future<Output = ()> + Send;
 }
 
 impl TimeRt for Goro {
@@ -213,9 +211,6 @@ impl TimeRt for Goro {
         for t in g.iter().flatten() {
             t.stop();
         }
-    }
-    fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
-        goro::time::sleep(d)
     }
 }
 
@@ -262,9 +257,6 @@ impl TimeRt for Tokio {
     async fn stop_garbage(g: Self::Garbage) {
         g.stop.open();
         g.stopped.wait().await;
-    }
-    fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
-        tokio::time::sleep(d)
     }
 }
 
@@ -353,7 +345,9 @@ async fn sleep_fan<R: TimeRt>(ctx: Ctx) -> RunOut {
 }
 
 // ---------------------------------------------------------------------------
-// goro
+// The timer rows, once per runtime: tokio has no timer handle, `after_func`
+// or channel timer, so each side uses its own runtime's timer idiom (the
+// module comment maps one to the other).
 // ---------------------------------------------------------------------------
 
 mod goro_side {
@@ -687,10 +681,6 @@ mod goro_side {
             )
     }
 }
-
-// ---------------------------------------------------------------------------
-// tokio
-// ---------------------------------------------------------------------------
 
 mod tokio_side {
     use super::*;
