@@ -133,14 +133,33 @@ fn parents_names_and_finished_tasks() {
         parent.await.unwrap();
         (rx.recv().await.unwrap(), parent_id)
     });
-    let d = rt.dump();
+    // The child was put in the finished parent's `runnext`; under load the
+    // dump can come before its first poll. Wait (10 s at most) for it to
+    // park on its channel.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let d = loop {
+        let d = rt.dump();
+        let child = d
+            .tasks()
+            .iter()
+            .find(|t| t.id == child_id)
+            .expect("child listed");
+        if matches!(child.state, TaskState::Parked(..)) || std::time::Instant::now() > deadline {
+            break d;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
     let child = d
         .tasks()
         .iter()
         .find(|t| t.id == child_id)
         .expect("child listed");
     assert_eq!(child.parent, Some(parent_id));
-    assert_eq!(child.state, TaskState::Parked(WaitReason::ChanRecv, 0));
+    assert_eq!(
+        child.state,
+        TaskState::Parked(WaitReason::ChanRecv, 0),
+        "the child never parked on its channel within 10 s:\n{d}"
+    );
     assert!(
         d.tasks().iter().all(|t| t.id != parent_id),
         "a finished task leaves the dump:\n{d}"
