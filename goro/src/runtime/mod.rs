@@ -578,7 +578,7 @@ impl Drop for Runtime {
         sched.drain_timers();
         let mut queued = sched.global.drain();
         for p in sched.ps.iter() {
-            queued.extend(p.runq.drain());
+            queued.extend(p.runq.steal_all());
         }
         drop(queued);
         for w in sched.registry.take_all() {

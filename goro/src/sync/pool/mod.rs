@@ -102,7 +102,6 @@ pub(crate) use local::ProcSlot;
 pub(crate) use victim::{any_values, cycle_all, cycles, monitor_cycle};
 
 use self::core::{Found, PoolCore, Who};
-use crate::sched::NO_P;
 use crate::stats::{bump, bump_shared, Counters};
 use std::fmt;
 use std::sync::atomic::AtomicU64;
@@ -355,8 +354,8 @@ unsafe fn here<'a>() -> (Who<'a>, Counts<'a>) {
     // SAFETY: our caller drops the result before it returns to the
     // scheduler (the contract above), so the runtime stays entered.
     let (sched, p) = unsafe { crate::sched::machine::current() };
-    match sched {
-        Some(s) if p != NO_P => {
+    match (sched, p) {
+        (Some(s), Some(p)) => {
             let proc = &s.ps[p];
             let (slot, rec) = proc.pool.get();
             // SAFETY: this thread holds P `p` (its context says so) until the
@@ -365,8 +364,8 @@ unsafe fn here<'a>() -> (Who<'a>, Counts<'a>) {
             // below MAX_SLOTS only.
             (unsafe { Who::owner(slot, rec) }, Counts::P(&proc.counters))
         }
-        Some(s) => (guest(), Counts::Shared(&s.counters)),
-        None => (guest(), Counts::None),
+        (Some(s), None) => (guest(), Counts::Shared(&s.counters)),
+        (None, _) => (guest(), Counts::None),
     }
 }
 
