@@ -58,7 +58,7 @@ impl Sched {
         self.drain_timers();
         let mut queued = self.global.drain();
         for p in self.ps.iter() {
-            queued.extend(p.runq.drain());
+            queued.extend(p.runq.steal_all());
         }
         drop(queued);
         for w in self.registry.take_all() {

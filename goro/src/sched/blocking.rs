@@ -15,10 +15,10 @@
 
 use crate::loom::Ordering;
 use crate::loom::Unpoison;
-use crate::sched::machine::{current_p, current_sched, CTX};
+use crate::sched::machine::{current_p, current_sched, set_p, take_p};
 use crate::sched::task::{new_task_with, JoinHandle, Runnable, Spawn};
 use crate::sched::task_meta::State;
-use crate::sched::{Sched, NO_P};
+use crate::sched::Sched;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -57,19 +57,22 @@ where
         return f();
     };
     crate::sched::trace::block_in_place_begin(&sched, p);
-    CTX.with(|c| c.p.set(NO_P));
-    sched.handoffp(p);
+    // The held P leaves this thread's context: from here until the
+    // reacquire, whatever `f` spawns or wakes goes to the global queue.
+    let held = take_p().expect("goro: the P just read from the context");
+    sched.handoffp(held);
 
     /// Takes an idle P back when `f` returns or unwinds.
     struct Reacquire(Arc<Sched>);
     impl Drop for Reacquire {
         fn drop(&mut self) {
             let p = self.0.acquire_idle_p();
+            let id = p.as_ref().map(|p| p.id());
             if let Some(p) = p {
-                self.0.ps[p].stuck.store(false, Ordering::Relaxed);
-                CTX.with(|c| c.p.set(p));
+                self.0.ps[p.id()].stuck.store(false, Ordering::Relaxed);
+                set_p(p);
             }
-            crate::sched::trace::block_in_place_end(&self.0, p);
+            crate::sched::trace::block_in_place_end(&self.0, id);
         }
     }
     let _reacquire = Reacquire(sched);

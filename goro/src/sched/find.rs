@@ -69,7 +69,7 @@
 use crate::loom::{fence, Ordering};
 use crate::sched::backoff::Snooze;
 use crate::sched::machine::Machine;
-use crate::sched::machine::NO_P;
+use crate::sched::runq::Local;
 use crate::sched::task::Runnable;
 use crate::stats::{bump, bump_shared, Counters};
 use std::sync::atomic::AtomicU64;
@@ -91,40 +91,59 @@ const TIMER_CHECK_TICK: u64 = 4;
 
 impl Machine {
     /// Returns a task to run with the P still held (the bool: it inherits the
-    /// time slice), or `None` after giving the P back.
+    /// time slice), or `None` after giving the P back. Inlined into the
+    /// scheduler loop, its one caller, as it was before the P became a
+    /// value (a call per task costs more than the loop it serves).
+    #[inline]
     pub(crate) fn find_runnable(&mut self) -> Option<(Runnable, bool)> {
-        let mut pid = self.p();
-        // A resize removed our P (resize.rs): one load per task.
-        if pid >= self.sched.procs() {
-            if !self.retire_own_p() {
-                return None;
+        let pid = loop {
+            let mut pid = self.p();
+            // A resize removed our P (resize.rs): one load per task.
+            if pid >= self.sched.procs() {
+                if !self.retire_own_p() {
+                    return None;
+                }
+                pid = self.p();
             }
-            pid = self.p();
-        }
-        let p = &self.sched.ps[pid];
-        // Relaxed: schedtick is written only by this thread.
-        let tick = p.schedtick.load(Ordering::Relaxed);
-        if tick.is_multiple_of(TIMER_CHECK_TICK) {
-            self.check_own_timers(); // else in `find_slow` if the queue is dry
-        }
-        if tick.is_multiple_of(FAIRNESS_TICK) {
-            if !self.sched.global.is_empty() {
-                if let Some((t, _)) = self.sched.global.take_batch(self.sched.procs(), 0, 1) {
-                    bump(&self.sched.ps[pid].counters.global_tasks, 1);
+            let p = &self.sched.ps[pid];
+            // Relaxed: schedtick is written only by this thread.
+            let tick = p.schedtick.load(Ordering::Relaxed);
+            // Timers and the netpoll run wakers, and a waker may give our
+            // P away (`block_in_place`): after either, the P is read again
+            // before the queue is touched as its owner (machine.rs,
+            // "Holding a P"); if it changed, we start over with the one we
+            // hold now, or without one report the P gone.
+            if tick.is_multiple_of(TIMER_CHECK_TICK)
+                && self.check_own_timers() // else in `find_slow` if the queue is dry
+                && self.held() != Some(pid)
+            {
+                self.held()?;
+                continue;
+            }
+            if tick.is_multiple_of(FAIRNESS_TICK) {
+                if !self.sched.global.is_empty() {
+                    if let Some((t, _)) = self.sched.global.take_batch(self.sched.procs(), 0, 1) {
+                        bump(&self.sched.ps[pid].counters.global_tasks, 1);
+                        return Some((t, false));
+                    }
+                }
+                // The network too, if a poll is due: the wakes go to the
+                // tail, what comes back is the queue's head.
+                if let Some(t) = self.netpoll() {
                     return Some((t, false));
                 }
+                if self.held() != Some(pid) {
+                    self.held()?;
+                    continue;
+                }
             }
-            // The network too, if a poll is due: the wakes go to the tail,
-            // what comes back is the queue's head.
-            if let Some(t) = self.netpoll() {
-                return Some((t, false));
-            }
-        }
+            break pid;
+        };
         let p = &self.sched.ps[pid];
-        if let Some(found) = p
-            .runq
-            .get(self.inherited >= crate::sched::machine::INHERIT_MAX)
-        {
+        let skip_runnext = self.inherited >= crate::sched::machine::INHERIT_MAX;
+        // SAFETY: P `pid` is in our context (read above, and again after
+        // anything since that ran wakers); the handle serves one `get`.
+        if let Some(found) = unsafe { Local::new(&p.runq) }.get(skip_runnext) {
             return Some(found);
         }
         let start = Instant::now();
@@ -149,9 +168,9 @@ impl Machine {
     /// Adds `n` to a counter of the P this M holds, or without one to the
     /// shared block.
     pub(crate) fn count(&self, which: impl Fn(&Counters) -> &AtomicU64, n: u64) {
-        match self.p() {
-            NO_P => bump_shared(which(&self.sched.counters), n),
-            p => bump(which(&self.sched.ps[p].counters), n),
+        match self.held() {
+            None => bump_shared(which(&self.sched.counters), n),
+            Some(p) => bump(which(&self.sched.ps[p].counters), n),
         }
     }
 
@@ -163,18 +182,22 @@ impl Machine {
             self.check_own_timers();
             let pid = self.p();
             let p = &sched.ps[pid];
-            if let Some(t) = p.runq.get(false) {
-                return Some(t);
-            }
-            if let Some((t, rest)) =
-                sched
-                    .global
-                    .take_batch(sched.procs(), p.runq.free(), usize::MAX)
             {
-                bump(&p.counters.global_batches, 1);
-                bump(&p.counters.global_tasks, 1 + rest.len() as u64);
-                p.runq.put_batch(rest);
-                return Some((t, false));
+                // SAFETY: P `pid` is in our context (read after the timers
+                // ran); the handle serves `get`, `free` and `put_batch`, and
+                // in between only the global queue's lock is taken.
+                let mut q = unsafe { Local::new(&p.runq) };
+                if let Some(t) = q.get(false) {
+                    return Some(t);
+                }
+                if let Some((t, rest)) =
+                    sched.global.take_batch(sched.procs(), q.free(), usize::MAX)
+                {
+                    bump(&p.counters.global_batches, 1);
+                    bump(&p.counters.global_tasks, 1 + rest.len() as u64);
+                    q.put_batch(rest);
+                    return Some((t, false));
+                }
             }
             // Saturating: a grow may raise npidle before we read it.
             let busy = sched.procs().saturating_sub(sched.idle.npidle());

@@ -94,12 +94,94 @@
 //! The idle mask (seed 002) has one bit per P, set while the P is in the idle
 //! list; thieves skip those Ps without touching their run queues. It is only
 //! updated at idle transitions, which are rare compared to steals.
+//!
+//! # A held P is a value
+//!
+//! Taking a P off the idle list ([`Idle::pidleget`], and a shrink's
+//! [`Idle::pidle_remove_from`]) is the only way to get a [`HeldP`]: a value,
+//! neither `Clone` nor `Copy`, that says "this thread may run P `id`'s tasks
+//! and push into its run queue". It moves from there to an M (its thread's
+//! context, `machine.rs`), through a [`crate::sched::park::Handoff`] to
+//! another M, and back through the release paths ([`Idle::pidleput`],
+//! `Sched::handoffp`, a retire), which consume it. So there is at most one
+//! per P, which is what makes [`HeldP::local`], the owner's handle on the
+//! P's run queue, sound. The idle list itself holds plain ids of Ps that
+//! nobody holds; [`Idle::pidleput_free`] is the one way to put an id there
+//! without giving back a `HeldP`, for Ps never handed out (start-up, a grow).
 
 use crate::loom::Unpoison;
 use crate::loom::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::sched::park::Parker;
+use crate::sched::runq::Local;
+use crate::sched::Sched;
+use crate::sched::MAX_PROCS;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A P held by the current owner: the right to run its tasks and to push
+/// into its run queue (module docs, "A held P is a value"). Dropping one
+/// loses the P for good (only shutdown does: an `Exit` handoff overriding
+/// a P handoff); the scheduler gives it back through a release path.
+#[derive(PartialEq, Eq)]
+pub(crate) struct HeldP {
+    /// The id, bitwise negated: never zero (ids are below `MAX_PROCS`), so
+    /// `Option<HeldP>` is one word with `None` all zeros, and reading the
+    /// thread's P costs one load and a test, as the `usize` it replaced did.
+    not_id: NonZeroUsize,
+}
+
+impl HeldP {
+    /// Only the idle list mints one, from an id it held (or a model, below).
+    fn new(id: usize) -> HeldP {
+        assert!(id < MAX_PROCS, "goro: P {id} out of range (scheduler bug)");
+        HeldP {
+            not_id: NonZeroUsize::new(!id).expect("an id below MAX_PROCS"),
+        }
+    }
+
+    /// Which P this is (ids for stats, traces, task records, timers).
+    #[inline(always)]
+    pub(crate) fn id(&self) -> usize {
+        !self.not_id.get()
+    }
+
+    /// The id of the P in `slot`, or, for `None`, `usize::MAX`: an id no
+    /// P has, which panics as an index. One load and a `not`, for the
+    /// scheduler loop's "which P do I hold", which it only asks holding
+    /// one (`Machine::p`).
+    #[inline(always)]
+    pub(crate) fn id_or_out_of_range(slot: &Option<HeldP>) -> usize {
+        !slot.as_ref().map_or(0, |p| p.not_id.get())
+    }
+
+    /// The owner's handle on this P's run queue in `sched` (the runtime
+    /// whose idle list minted it).
+    #[inline]
+    pub(crate) fn local<'a>(&'a mut self, sched: &'a Sched) -> Local<'a> {
+        // SAFETY: a `HeldP` exists once per P (module docs), and we borrow
+        // it for the handle's life, so no other owner of this queue exists
+        // anywhere, and this thread cannot give the P away meanwhile.
+        unsafe { Local::new(&sched.ps[self.id()].runq) }
+    }
+
+    /// A held P that a loom model sets up by hand, without the idle list.
+    ///
+    /// # Safety
+    ///
+    /// The model's runtime never had `id` on its idle list, and the model
+    /// makes no other `HeldP` for it.
+    #[cfg(all(test, loom))]
+    pub(crate) unsafe fn for_model(id: usize) -> HeldP {
+        HeldP::new(id)
+    }
+}
+
+impl std::fmt::Debug for HeldP {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldP").field("id", &self.id()).finish()
+    }
+}
 
 /// How long the watcher sleeps between looks (Go's pause is a `usleep(3)`,
 /// which Linux's default timer slack makes about as long).
@@ -148,14 +230,35 @@ impl Idle {
         self.lists.lock().unpoison()
     }
 
-    /// Puts P `p` on the idle list; `has_timers` reads whether its heap
-    /// holds entries. Caller holds the lock.
+    /// Gives the held P `p` back to the idle list; `has_timers` reads
+    /// whether its heap holds entries. Caller holds the lock.
     pub(crate) fn pidleput(
+        &self,
+        lists: &mut IdleLists,
+        p: HeldP,
+        has_timers: impl FnOnce() -> bool,
+    ) {
+        self.put_idle(lists, p.id(), has_timers);
+    }
+
+    /// Puts P `p`, which nobody holds, on the idle list (start-up, a grow);
+    /// otherwise as [`Idle::pidleput`].
+    ///
+    /// # Safety
+    ///
+    /// No `HeldP` for `p` exists, and `p` is not on the idle list: it was
+    /// never handed out, or its last `HeldP` was consumed by a retire
+    /// (`resize.rs`'s free list). Else two owners could push into its queue.
+    pub(crate) unsafe fn pidleput_free(
         &self,
         lists: &mut IdleLists,
         p: usize,
         has_timers: impl FnOnce() -> bool,
     ) {
+        self.put_idle(lists, p, has_timers);
+    }
+
+    fn put_idle(&self, lists: &mut IdleLists, p: usize, has_timers: impl FnOnce() -> bool) {
         lists.ps.push(p);
         // Clear the timer bit first, *then* look at the heap, and set it
         // again if the heap is not empty. A thread without a P may push a
@@ -179,17 +282,17 @@ impl Idle {
     }
 
     /// Takes an idle P. Caller holds the lock.
-    pub(crate) fn pidleget(&self, lists: &mut IdleLists) -> Option<usize> {
+    pub(crate) fn pidleget(&self, lists: &mut IdleLists) -> Option<HeldP> {
         let p = lists.ps.pop()?;
         self.mask[p / 64].fetch_and(!(1 << (p % 64)), Ordering::Relaxed);
         self.set_timer_bit(p); // a running P may arm timers at any moment
         self.npidle.fetch_sub(1, Ordering::SeqCst);
-        Some(p)
+        Some(HeldP::new(p))
     }
 
     /// Takes every idle P with an id of at least `procs` off the idle list
-    /// (a shrink, `resize.rs`). Caller holds the lock.
-    pub(crate) fn pidle_remove_from(&self, lists: &mut IdleLists, procs: usize) -> Vec<usize> {
+    /// (a shrink, `resize.rs`, which retires them). Caller holds the lock.
+    pub(crate) fn pidle_remove_from(&self, lists: &mut IdleLists, procs: usize) -> Vec<HeldP> {
         let mut out = Vec::new();
         lists.ps.retain(|&p| {
             let keep = p < procs;
@@ -202,7 +305,7 @@ impl Idle {
             self.mask[p / 64].fetch_and(!(1 << (p % 64)), Ordering::Relaxed);
             self.npidle.fetch_sub(1, Ordering::SeqCst);
         }
-        out
+        out.into_iter().map(HeldP::new).collect()
     }
 
     pub(crate) fn npidle(&self) -> usize {

@@ -83,7 +83,8 @@
 //!   a poll) are async-task's to prove; the model checks what goro owns.
 
 use crate::loom::thread;
-use crate::sched::loom_tests::{model_sched_with, on_p};
+use crate::sched::idle::HeldP;
+use crate::sched::loom_tests::{model_sched_with, on_p, runqput_here};
 use crate::sched::machine::Machine;
 use crate::sched::park::Handoff;
 use crate::sched::policy::Policy;
@@ -126,7 +127,7 @@ enum Search {
 
 /// A spinning M holding P `p` with nothing queued: the production
 /// `find_runnable`, then what `schedule_loop` does with its answer.
-fn spinner_searches(sched: &Arc<Sched>, p: usize) -> Search {
+fn spinner_searches(sched: &Arc<Sched>, p: HeldP) -> Search {
     on_p(sched, p, || {
         let mut m = machine(sched, true);
         match m.find_runnable() {
@@ -141,6 +142,7 @@ fn spinner_searches(sched: &Arc<Sched>, p: usize) -> Search {
             None => Search::Parked,
         }
     })
+    .0
 }
 
 /// Model 1, no lost hand-off. P0's M runs a task that readies another: the
@@ -155,19 +157,21 @@ fn spinner_searches(sched: &Arc<Sched>, p: usize) -> Search {
 fn no_lost_handoff(wake: RunnextWake) {
     loom::model(move || {
         let sched = model_sched(2, wake);
-        assert_eq!(sched.acquire_idle_p(), Some(0), "P0: the busy M");
-        assert_eq!(sched.acquire_idle_p(), Some(1), "P1: the spinner");
+        let p0 = sched.acquire_idle_p().expect("an idle P");
+        assert_eq!(p0.id(), 0, "P0: the busy M");
+        let p1 = sched.acquire_idle_p().expect("an idle P");
+        assert_eq!(p1.id(), 1, "P1: the spinner");
         sched.idle.inc_spinning();
         let log = Log::default();
         let (s, l) = (sched.clone(), log.clone());
         let putter = thread::spawn(move || {
-            on_p(&s, 0, || s.runqput(&s.ps[0], runnable(0, &l), true));
+            on_p(&s, p0, || runqput_here(&s, runnable(0, &l), true));
         });
-        let search = spinner_searches(&sched, 1);
+        let search = spinner_searches(&sched, p1);
         putter.join().unwrap();
         let ran = log.ran.lock().unwrap().len();
         let in_runnext = sched.ps[0].runq.has_runnext();
-        let started = sched.loom_started.lock().unwrap().clone();
+        let started = std::mem::take(&mut *sched.loom_started.lock().unwrap());
         let a_spinner_started = started
             .iter()
             .any(|h| matches!(h, Handoff::P { spinning: true, .. }));
@@ -183,7 +187,7 @@ fn no_lost_handoff(wake: RunnextWake) {
             assert_ne!(search, Search::Watcher, "no watcher under Eager");
         }
         for p in sched.ps.iter() {
-            for t in p.runq.drain() {
+            for t in p.runq.steal_all() {
                 t.run();
             }
         }
@@ -222,7 +226,8 @@ fn loom_handoff_no_lost_handoff_eager() {
 fn watcher_count(waker_spinning: bool) {
     loom::model(move || {
         let sched = model_sched(3, RunnextWake::Watch);
-        assert_eq!(sched.acquire_idle_p(), Some(0), "P0: a busy M");
+        let p0 = sched.acquire_idle_p().expect("an idle P");
+        assert_eq!(p0.id(), 0, "P0: a busy M");
         let mut w = machine(&sched, true);
         sched.idle.inc_spinning(); // the watcher's count
         let parker = w.parker.clone();
@@ -239,12 +244,12 @@ fn watcher_count(waker_spinning: bool) {
         let h = w.stopm();
         waker.join().unwrap();
         timeout.join().unwrap();
-        let watcher_spins = match h {
-            Handoff::P { spinning, .. } => spinning as usize,
+        let watcher_spins = match &h {
+            Handoff::P { spinning, .. } => *spinning as usize,
             other => panic!("the watcher got {other:?}"),
         };
         assert!(!w.spinning, "stopm hands the count over in its answer");
-        let started = sched.loom_started.lock().unwrap().clone();
+        let started = std::mem::take(&mut *sched.loom_started.lock().unwrap());
         let started_spinning = started
             .iter()
             .filter(|h| matches!(h, Handoff::P { spinning: true, .. }))
@@ -257,6 +262,7 @@ fn watcher_count(waker_spinning: bool) {
         // P0, the watcher's P and each started M's P, once each.
         let held = 2 + started.len();
         assert_eq!(sched.idle.npidle(), 3 - held, "every P taken at most once");
+        drop(p0);
     });
 }
 
@@ -301,7 +307,8 @@ fn loom_handoff_preempted_task_requeued_while_its_waker_fires() {
     static SEEN: Mutex<BTreeSet<usize>> = Mutex::new(BTreeSet::new());
     loom::model(|| {
         let sched = model_sched(2, RunnextWake::Watch);
-        assert_eq!(sched.acquire_idle_p(), Some(0), "P0: the task's M");
+        let p0 = sched.acquire_idle_p().expect("an idle P");
+        assert_eq!(p0.id(), 0, "P0: the task's M");
         let polls = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(AtomicUsize::new(0));
         // The probe: loom sees async-task's wake as independent of
@@ -334,33 +341,35 @@ fn loom_handoff_preempted_task_requeued_while_its_waker_fires() {
             waker.wake();
             seen
         });
-        on_p(&sched, 0, || {
+        let ((), p0) = on_p(&sched, p0, || {
             crate::sched::coop::set_budget(0);
             runnable.run();
             crate::sched::coop::set_budget(crate::sched::coop::UNLIMITED);
         });
+        let mut p0 = p0.expect("the poll keeps P0");
         phase.store(2, LoomOrdering::SeqCst);
         let seen = outside.join().unwrap();
         SEEN.lock().unwrap().insert(seen);
         assert_eq!(polls.load(Ordering::SeqCst), 1, "polled once so far");
         assert_eq!(done.load(Ordering::SeqCst), 0, "preempted, not done");
-        let p0 = &sched.ps[0].runq;
-        assert!(!p0.has_runnext(), "a yield never goes to runnext");
-        assert_eq!(p0.len(), 1, "the task at the tail of P0's ring");
+        let q0 = &sched.ps[0].runq;
+        assert!(!q0.has_runnext(), "a yield never goes to runnext");
+        assert_eq!(q0.len(), 1, "the task at the tail of P0's ring");
         assert!(sched.global.is_empty(), "not in the global queue too");
-        let started = sched.loom_started.lock().unwrap().clone();
+        let started = sched.loom_started.lock().unwrap();
         assert!(started.is_empty(), "a yield wakes nobody: {started:?}");
+        drop(started);
         // P0's M runs it again: it completes, and nothing is left queued.
-        let mut queued = p0.drain();
+        let mut queued = p0.local(&sched).drain();
         queued.extend(sched.global.drain());
         assert_eq!(queued.len(), 1, "exactly one queued Runnable");
-        on_p(&sched, 0, || {
+        on_p(&sched, p0, || {
             for t in queued {
                 t.run();
             }
         });
         assert_eq!(done.load(Ordering::SeqCst), 1, "ran to completion once");
-        assert!(p0.is_empty() && sched.global.is_empty(), "nothing requeued");
+        assert!(q0.is_empty() && sched.global.is_empty(), "nothing requeued");
     });
     let seen = SEEN.lock().unwrap().clone();
     assert_eq!(seen, BTreeSet::from([0, 1, 2]), "every phase explored");

@@ -11,6 +11,7 @@
 //!   global queue: "a task was lost".
 
 use crate::loom::thread;
+use crate::sched::idle::HeldP;
 use crate::sched::loom_tests::model_sched_with;
 use crate::sched::task::test_support::{runnable, Log};
 use crate::sched::task::Runnable;
@@ -21,13 +22,13 @@ use std::sync::Arc;
 
 /// Two Ps, both taken by (model) Ms: P0 by the thief, P1 by the M that will
 /// give it back after the shrink.
-fn two_busy_ps() -> Arc<Sched> {
+fn two_busy_ps() -> (Arc<Sched>, HeldP, HeldP) {
     let sched = model_sched_with(2, Policy::default());
     sched.init_idle();
-    for _ in 0..2 {
-        sched.acquire_idle_p().expect("an idle P");
-    }
-    sched
+    let p0 = sched.acquire_idle_p().expect("an idle P");
+    let p1 = sched.acquire_idle_p().expect("an idle P");
+    assert_eq!((p0.id(), p1.id()), (0, 1));
+    (sched, p0, p1)
 }
 
 /// A shrink from 2 Ps to 1 while (a) a thread without a P arms a timer that
@@ -47,11 +48,11 @@ fn two_busy_ps() -> Arc<Sched> {
 #[test]
 fn loom_resize_shrink_keeps_a_timer_armed_meanwhile() {
     loom::model(|| {
-        let sched = two_busy_ps();
+        let (sched, mut p0, mut p1) = two_busy_ps();
         let log = Log::default();
         // P1's holder queued two tasks before the shrink.
-        sched.ps[1].runq.put(runnable(0, &log), false);
-        sched.ps[1].runq.put(runnable(1, &log), false);
+        p1.local(&sched).put(runnable(0, &log), false);
+        p1.local(&sched).put(runnable(1, &log), false);
         // The next round-robin pick for a thread without a P is P1.
         sched.timer_rr.store(1, crate::loom::Ordering::Relaxed);
 
@@ -62,16 +63,16 @@ fn loom_resize_shrink_keeps_a_timer_armed_meanwhile() {
         let s = sched.clone();
         let thief = thread::spawn(move || {
             // On P0, its last pass (runnext included, no pause).
-            s.ps[0]
+            s.ps[1]
                 .runq
-                .steal_into(&s.ps[1].runq, true, |_| true)
+                .steal_into(&mut p0.local(&s), true, |_| true)
                 .map(|(t, _)| t)
         });
         // The resizer, then P1's holder noticing at its schedule point.
         assert_eq!(sched.resize_to(1, true), 2);
         let retired = {
             let mut lists = sched.idle.lock();
-            sched.pidleput(&mut lists, 1)
+            sched.pidleput(&mut lists, p1)
         };
         assert!(retired, "P1 is out of range: retired, not idled");
         sched.after_retire();
@@ -86,8 +87,8 @@ fn loom_resize_shrink_keeps_a_timer_armed_meanwhile() {
         );
         assert_eq!(sched.ps[0].timers.len(), 1, "the timer is on the active P");
         let mut taken: Vec<Runnable> = stolen.into_iter().collect();
-        taken.extend(sched.ps[0].runq.drain());
-        taken.extend(sched.ps[1].runq.drain());
+        taken.extend(sched.ps[0].runq.steal_all());
+        taken.extend(sched.ps[1].runq.steal_all());
         taken.extend(sched.global.drain());
         crate::sched::loom_tests::each_taken_once(taken, 2, &log, "resize");
         sched.drain_timers();

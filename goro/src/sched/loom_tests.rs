@@ -11,15 +11,28 @@
 //! the ring has 4 slots under loom so that overflow is reachable.
 
 use crate::loom::thread;
-use crate::sched::machine::{Machine, CTX};
+use crate::sched::idle::HeldP;
+use crate::sched::machine::{current_p, set_p, take_p, Machine, CTX};
 use crate::sched::park::{Handoff, Parker};
 use crate::sched::policy::{Policy, SpinPolicy};
-use crate::sched::runq::{Put, RunQueue, RING_SIZE};
+use crate::sched::runq::{Local, Put, RunQueue, RING_SIZE};
 use crate::sched::task::test_support::{runnable, Log};
 use crate::sched::task::Runnable;
 use crate::sched::Sched;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The owner's handle on a model's bare queue.
+///
+/// # Safety
+///
+/// The calling model thread is `q`'s only producer from now until the
+/// handle's last use (another thread may hold a handle only after this
+/// one is done with it, e.g. after a join).
+unsafe fn owner(q: &RunQueue) -> Local<'_> {
+    // SAFETY: the caller's contract is `Local::new`'s.
+    unsafe { Local::new(q) }
+}
 
 fn run_all(tasks: impl IntoIterator<Item = Runnable>) -> usize {
     let mut n = 0;
@@ -41,27 +54,32 @@ fn loom_runq_owner_and_thief_take_each_task_once() {
         let (v, tq) = (victim.clone(), thief_q.clone());
         let thief = thread::spawn(move || {
             let mut n = 0;
-            if let Some((t, k)) = tq.steal_into(&v, true, |_| true) {
+            // SAFETY: this thread is the thief queue's only producer.
+            let mut dst = unsafe { owner(&tq) };
+            if let Some((t, k)) = v.steal_into(&mut dst, true, |_| true) {
                 t.run();
                 n += k;
             }
             n
         });
-        victim.put(runnable(0, &log), false);
-        victim.put(runnable(1, &log), true);
-        let mut owner = 0;
-        if let Some((t, _)) = victim.get(false) {
+        // SAFETY: this thread is the victim's only producer.
+        let mut own = unsafe { owner(&victim) };
+        own.put(runnable(0, &log), false);
+        own.put(runnable(1, &log), true);
+        let mut by_owner = 0;
+        if let Some((t, _)) = own.get(false) {
             t.run();
-            owner += 1;
+            by_owner += 1;
         }
         let stolen = thief.join().unwrap();
-        let rest = run_all(victim.drain()) + run_all(thief_q.drain());
+        // SAFETY: the thief's thread has ended; its handle with it.
+        let rest = run_all(own.drain()) + run_all(unsafe { owner(&thief_q) }.drain());
         let mut ran = log.ran.lock().unwrap().clone();
         ran.sort();
         assert_eq!(
             ran,
             vec![0, 1],
-            "each task exactly once (owner {owner}, thief {stolen}, rest {rest})"
+            "each task exactly once (owner {by_owner}, thief {stolen}, rest {rest})"
         );
     });
 }
@@ -92,20 +110,27 @@ fn loom_runq_overflow_races_with_steal() {
         let log = Log::default();
         let victim = Arc::new(RunQueue::new());
         let thief_q = Arc::new(RunQueue::new());
+        // SAFETY: this thread is the victim's only producer.
+        let mut own = unsafe { owner(&victim) };
         for i in 0..RING_SIZE {
-            assert!(matches!(victim.put(runnable(i, &log), false), Put::Ring));
+            assert!(matches!(own.put(runnable(i, &log), false), Put::Ring));
         }
         let (v, tq) = (victim.clone(), thief_q.clone());
-        let thief = thread::spawn(move || tq.steal_into(&v, false, |_| true).map(|(t, _)| t));
+        let thief = thread::spawn(move || {
+            // SAFETY: this thread is the thief queue's only producer.
+            let mut dst = unsafe { owner(&tq) };
+            v.steal_into(&mut dst, false, |_| true).map(|(t, _)| t)
+        });
         let mut taken = Vec::new();
         for i in RING_SIZE..RING_SIZE + 2 {
-            if let Put::Overflow(batch) = victim.put(runnable(i, &log), false) {
+            if let Put::Overflow(batch) = own.put(runnable(i, &log), false) {
                 taken.extend(batch);
             }
         }
         taken.extend(thief.join().unwrap());
-        taken.extend(victim.drain());
-        taken.extend(thief_q.drain());
+        taken.extend(own.drain());
+        // SAFETY: the thief's thread has ended; its handle with it.
+        taken.extend(unsafe { owner(&thief_q) }.drain());
         each_taken_once(taken, RING_SIZE + 2, &log, "overflow vs steal");
     });
 }
@@ -146,21 +171,26 @@ fn loom_runq_runnext_steal_races_owner_replace_and_run() {
         let log = Log::default();
         let victim = Arc::new(RunQueue::new());
         let thief_q = Arc::new(RunQueue::new());
-        assert!(matches!(victim.put(runnable(0, &log), true), Put::Runnext));
+        // SAFETY: this thread is the victim's only producer.
+        let mut own = unsafe { owner(&victim) };
+        assert!(matches!(own.put(runnable(0, &log), true), Put::Runnext));
         let (v, tq) = (victim.clone(), thief_q.clone());
         let thief = thread::spawn(move || {
+            // SAFETY: this thread is the thief queue's only producer.
+            let mut dst = unsafe { owner(&tq) };
             // The last pass, with the pause over (it only waits, and loom
             // explores the owner acting at every point of the steal anyway).
-            tq.steal_into(&v, true, |_| true).map(|(t, _)| t)
+            v.steal_into(&mut dst, true, |_| true).map(|(t, _)| t)
         });
         // The running task wakes B: it goes to runnext, A (unless the thief
         // has it already) to the ring.
-        let _ = victim.put(runnable(1, &log), true);
+        let _ = own.put(runnable(1, &log), true);
         // The poll returns: the owner takes its next task.
-        let mut taken: Vec<Runnable> = victim.get(false).map(|(t, _)| t).into_iter().collect();
+        let mut taken: Vec<Runnable> = own.get(false).map(|(t, _)| t).into_iter().collect();
         taken.extend(thief.join().unwrap());
-        taken.extend(victim.drain());
-        taken.extend(thief_q.drain());
+        taken.extend(own.drain());
+        // SAFETY: the thief's thread has ended; its handle with it.
+        taken.extend(unsafe { owner(&thief_q) }.drain());
         each_taken_once(taken, 2, &log, "runnext steal");
     });
 }
@@ -188,11 +218,9 @@ pub(super) fn model_sched_with(procs: usize, policy: Policy) -> Arc<Sched> {
 }
 
 /// An M holding P `p` with nothing queued, about to look for work and park.
-fn going_idle(sched: &Arc<Sched>, p: usize, spinning: bool) -> bool {
-    CTX.with(|c| {
-        c.sched.set(Arc::as_ptr(sched));
-        c.p.set(p);
-    });
+fn going_idle(sched: &Arc<Sched>, p: HeldP, spinning: bool) -> bool {
+    CTX.with(|c| c.sched.set(Arc::as_ptr(sched)));
+    set_p(p);
     let mut m = Machine::new(sched.clone(), spinning, crate::rng::Rng::new(7));
     let found = m.find_runnable();
     let got = found.is_some();
@@ -202,11 +230,19 @@ fn going_idle(sched: &Arc<Sched>, p: usize, spinning: bool) -> bool {
     if m.spinning {
         m.reset_spinning();
     }
-    CTX.with(|c| {
-        c.sched.set(std::ptr::null());
-        c.p.set(crate::sched::NO_P);
-    });
+    drop(take_p()); // still held if it found work: the model ends here
+    CTX.with(|c| c.sched.set(std::ptr::null()));
     got
+}
+
+/// A held P for P `p` of a model runtime whose Ps were never put on the
+/// idle list (`model_sched` does not), the way the models took them before
+/// a held P was a value.
+fn model_p(sched: &Sched, p: usize) -> HeldP {
+    assert!(sched.idle.lock().ps.is_empty(), "the idle list is empty");
+    // SAFETY: no P of this runtime was ever on its idle list (checked), and
+    // each model calls this once per P.
+    unsafe { HeldP::for_model(p) }
 }
 
 /// No lost wakeup: a task injected from a thread without a P while the only
@@ -221,9 +257,10 @@ fn no_lost_wakeup(spinning: bool) {
         let s = sched.clone();
         let l = log.clone();
         let publisher = thread::spawn(move || s.inject(runnable(0, &l)));
-        let found = going_idle(&sched, 0, spinning);
+        let p0 = model_p(&sched, 0);
+        let found = going_idle(&sched, p0, spinning);
         publisher.join().unwrap();
-        let started = sched.loom_started.lock().unwrap().clone();
+        let started = std::mem::take(&mut *sched.loom_started.lock().unwrap());
         let queued = sched.global.len();
         assert!(
             found || (queued == 1 && started.iter().any(|h| matches!(h, Handoff::P { .. }))),
@@ -251,12 +288,13 @@ fn loom_park_two_ms_and_an_injection() {
         let log = Log::default();
         let (s1, s2) = (sched.clone(), sched.clone());
         let l = log.clone();
+        let (p0, p1) = (model_p(&sched, 0), model_p(&sched, 1));
         let publisher = thread::spawn(move || s1.inject(runnable(0, &l)));
-        let other = thread::spawn(move || going_idle(&s2, 1, false));
-        let found = going_idle(&sched, 0, false);
+        let other = thread::spawn(move || going_idle(&s2, p1, false));
+        let found = going_idle(&sched, p0, false);
         let found_other = other.join().unwrap();
         publisher.join().unwrap();
-        let started = sched.loom_started.lock().unwrap().clone();
+        let started = std::mem::take(&mut *sched.loom_started.lock().unwrap());
         let queued = sched.global.len();
         assert!(
             found || found_other || (queued == 1 && !started.is_empty()),
@@ -284,7 +322,8 @@ fn loom_idle_mask_never_hides_a_busy_p_with_work() {
     loom::model(|| {
         let sched = model_sched(2);
         sched.init_idle(); // both idle bits set
-        assert_eq!(sched.acquire_idle_p(), Some(0), "P0 for the spinning M");
+        let p0 = sched.acquire_idle_p().expect("an idle P");
+        assert_eq!(p0.id(), 0, "P0 for the spinning M");
         sched.idle.inc_spinning();
         let log = Log::default();
         let (s, l) = (sched.clone(), log.clone());
@@ -292,13 +331,14 @@ fn loom_idle_mask_never_hides_a_busy_p_with_work() {
             // An M handed an idle P (say, back from `block_in_place`): its
             // task spawns one, to the ring (a task in `runnext` is run by
             // this M itself and wakes nobody, by design).
-            let p = s.acquire_idle_p()?;
-            s.runqput(&s.ps[p], runnable(0, &l), false);
+            let mut held = s.acquire_idle_p()?;
+            let p = held.id();
+            s.runqput(&s.ps[p], &mut held.local(&s), runnable(0, &l), false);
             Some(p)
         });
-        let found = going_idle(&sched, 0, true);
+        let found = going_idle(&sched, p0, true);
         let p = publisher.join().unwrap();
-        let started = sched.loom_started.lock().unwrap().clone();
+        let started = std::mem::take(&mut *sched.loom_started.lock().unwrap());
         let queued = p.map_or(0, |p| sched.ps[p].runq.len());
         assert!(
             found
@@ -313,15 +353,19 @@ fn loom_idle_mask_never_hides_a_busy_p_with_work() {
 
 /// A runtime of `procs` Ps with every P taken by a (model) M, through the
 /// real idle transitions: `init_idle` sets every P's idle-mask bit and
-/// `acquire_idle_p` clears it again (and sets its timer-mask bit).
-fn all_ps_busy(procs: usize) -> Arc<Sched> {
+/// `acquire_idle_p` clears it again (and sets its timer-mask bit). The
+/// held Ps come back in id order.
+fn all_ps_busy(procs: usize) -> (Arc<Sched>, Vec<HeldP>) {
     let sched = model_sched(procs);
     sched.init_idle();
+    let mut held = Vec::new();
     for _ in 0..procs {
         let p = sched.acquire_idle_p().expect("an idle P");
-        assert!(!sched.idle.is_idle(p), "a taken P is not marked idle");
+        assert!(!sched.idle.is_idle(p.id()), "a taken P is not marked idle");
+        held.push(p);
     }
-    sched
+    held.sort_by_key(|p| p.id());
+    (sched, held)
 }
 
 /// The timer mask never hides an idle P's timers: P1's M gives P1 up with
@@ -343,7 +387,8 @@ fn all_ps_busy(procs: usize) -> Arc<Sched> {
 fn loom_timer_mask_never_hides_an_idle_ps_timers() {
     use crate::sched::timer::{Action, Callback};
     loom::model(|| {
-        let sched = all_ps_busy(2);
+        let (sched, mut held) = all_ps_busy(2);
+        let p1 = held.pop().expect("P1");
         // The next round-robin pick (for a thread without a P) is P1.
         sched.timer_rr.store(1, crate::loom::Ordering::Relaxed);
         let s = sched.clone();
@@ -353,7 +398,7 @@ fn loom_timer_mask_never_hides_an_idle_ps_timers() {
         });
         {
             let mut lists = sched.idle.lock();
-            sched.pidleput(&mut lists, 1);
+            sched.pidleput(&mut lists, p1);
         }
         armer.join().unwrap();
         let idle = sched.idle.is_idle(1);
@@ -403,7 +448,7 @@ fn timer_on(q: &Arc<TimerQueue>, when: u64) {
 }
 
 /// How one M's turn at `park_as_timer_sleeper` ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 enum Slept {
     /// Another M was the sleeper: this one checked that one's deadline
     /// against the heaps and would park on the idle M list.
@@ -450,7 +495,7 @@ fn an_m_was_started(sched: &Sched) -> bool {
 /// which the model ended any long sleep with `Handoff::Exit`.
 fn timer_is_covered(sched: &Sched, turns: &[Slept], started: bool) {
     for t in turns {
-        match *t {
+        match t {
             Slept::NotSleeper | Slept::Covers(_) | Slept::Woken(Handoff::Recheck, _) => {}
             Slept::Woken(Handoff::Exit, _) if started => {}
             other => panic!("unexpected end of a sleep: {other:?} (turns {turns:?})"),
@@ -475,18 +520,27 @@ fn timer_is_covered(sched: &Sched, turns: &[Slept], started: bool) {
     assert!(sched.timer_sleeper.lock().unwrap().is_none());
 }
 
-/// Runs `f` on the current (model) thread as an M holding P `p`.
-pub(super) fn on_p<R>(sched: &Arc<Sched>, p: usize, f: impl FnOnce() -> R) -> R {
-    CTX.with(|c| {
-        c.sched.set(Arc::as_ptr(sched));
-        c.p.set(p);
-    });
+/// Runs `f` on the current (model) thread as an M holding P `p` (in its
+/// context, as an M holds it); returns what `f` returned and the held P,
+/// unless `f` gave it up.
+pub(super) fn on_p<R>(sched: &Arc<Sched>, p: HeldP, f: impl FnOnce() -> R) -> (R, Option<HeldP>) {
+    CTX.with(|c| c.sched.set(Arc::as_ptr(sched)));
+    set_p(p);
     let r = f();
-    CTX.with(|c| {
-        c.sched.set(std::ptr::null());
-        c.p.set(crate::sched::NO_P);
-    });
-    r
+    let p = take_p();
+    CTX.with(|c| c.sched.set(std::ptr::null()));
+    (r, p)
+}
+
+/// `Sched::runqput` on the P the current model thread holds in its
+/// context, the way `Sched::schedule` reaches it.
+pub(super) fn runqput_here(sched: &Sched, task: Runnable, next: bool) {
+    let p = current_p(sched).expect("on a P");
+    let pp = &sched.ps[p];
+    // SAFETY: P `p` is in this thread's context (just read), and `runqput`
+    // makes one `put` with the handle.
+    let mut q = unsafe { Local::new(&pp.runq) };
+    sched.runqput(pp, &mut q, task, next);
 }
 
 /// The timer sleeper wakes at its deadline (`SOON`), runs the timer it
@@ -558,7 +612,8 @@ fn loom_timer_sleeper_resleeps_while_a_timer_is_armed() {
 #[test]
 fn loom_timer_sleeper_covers_a_timer_armed_while_every_p_is_busy() {
     loom::model(|| {
-        let sched = all_ps_busy(2);
+        let (sched, held) = all_ps_busy(2);
+        let [p0, p1]: [HeldP; 2] = held.try_into().expect("two Ps");
         sched.idle.inc_spinning(); // P0's M
         timer_on(&sched.ps[0].timers, LATER);
         let (sp, xp) = (Arc::new(Parker::new()), Arc::new(Parker::new()));
@@ -566,10 +621,10 @@ fn loom_timer_sleeper_covers_a_timer_armed_while_every_p_is_busy() {
         let sleeper = thread::spawn(move || sleep_as_timer_sleeper(&s, &p));
         let (s, p) = (sched.clone(), xp.clone());
         let spinner = thread::spawn(move || {
-            assert!(!going_idle(&s, 0, true), "nothing to run");
+            assert!(!going_idle(&s, p0, true), "nothing to run");
             sleep_as_timer_sleeper(&s, &p)
         });
-        on_p(&sched, 1, || {
+        on_p(&sched, p1, || {
             drop(sched.start_timer(Action::Wake(None), Callback::None, SOON));
         });
         let started = an_m_was_started(&sched);

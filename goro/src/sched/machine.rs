@@ -10,6 +10,52 @@
 //! runs for; the schedule function of every task reads it to decide between
 //! the local queue (we hold a P of the task's runtime) and the global queue.
 //!
+//! # Holding a P
+//!
+//! A held P is a value, [`HeldP`] (`idle.rs`), and the M keeps it in its
+//! thread's context (`Ctx::p`, an `Option<HeldP>`: Go's `m.p`), not in the
+//! [`Machine`]: the code that must reach it runs on this thread but below
+//! the M's own frames, where `&mut Machine` is out of reach. A task's waker
+//! calls [`Sched::schedule`] from inside the poll that [`Machine::execute`]
+//! runs, and must push into this P's queue; so do the wakers and `after_func`
+//! callbacks of the timers the M runs, and the wakes of its netpoll; a task
+//! that calls `block_in_place` takes the P out and hands it to another M
+//! (`blocking.rs`); the pool, the trace and the timer code ask which P
+//! they are on. (tokio keeps its worker's core in a `RefCell` in the
+//! context and moves it there before each poll and each park; here the P
+//! simply stays in the context while held, so nothing moves per poll and
+//! every reader sees the P the same way, as before it was a value.)
+//!
+//! Who touches the cell, and how:
+//!
+//! * Moves (safe, through `Cell`): [`set_p`] when the M takes a P
+//!   (`acquirep`, `block_in_place`'s reacquire), [`take_p`] when it gives
+//!   one up (`dropp`, `block_in_place`) and, around one steal, `steal_work`,
+//!   so that the steal's callback cannot reach the thief's queue.
+//! * Peeks (an `unsafe` read in `held_id`, and in `Machine::p` for the
+//!   scheduler loop): "which P am I on", an id. `Cell` lends no reference
+//!   to what it holds and this module makes none that outlives a peek, so
+//!   a peek never overlaps a `&mut` to the cell. `HeldP` stores its id
+//!   negated, so `Option<HeldP>` is one word (`None` is zero) and a peek
+//!   costs what reading the old `usize` did.
+//! * Owner access to the queue: never a borrow of the cell. The caller
+//!   peeks the id and makes a `runq::Local` for that P's queue with the
+//!   `unsafe` `Local::new` (or, holding the value, the safe
+//!   `HeldP::local`). Its contract, kept at each call site and stated in
+//!   its `// SAFETY:` comment: the thread holds that P from the peek to the
+//!   handle's last use, and runs nothing in between that could give the P
+//!   away or start another owner operation on the queue (a poll, a wake, a
+//!   timer). The handle is made right before one or two ring operations
+//!   and dropped after them; it never lives across a poll, a wake or a
+//!   timer run. After such a step the M peeks again (a waker may have
+//!   called `block_in_place`): `execute` after the poll, `find_runnable`
+//!   after running timers or the netpoll's wakes.
+//!
+//! A poll, a waker and a timer callback are not run by any owner operation
+//! (`runq.rs`: they are leaf code), so the owner operations on one thread
+//! never overlap, and on other threads there is no owner: that is the
+//! one-producer rule the ring relies on.
+//!
 //! Time slices: a task taken from `runnext` inherits the slice of the task
 //! that readied it, so a pair of tasks that wake each other run back to back
 //! without counting as new slices. The M bounds the inheritance by count
@@ -21,7 +67,9 @@
 use crate::loom::Ordering;
 use crate::rng::Rng;
 use crate::sched::backoff::Backoff;
+use crate::sched::idle::HeldP;
 use crate::sched::park::{Handoff, Parker};
+use crate::sched::runq::Local;
 use crate::sched::sampling::SAMPLE_EVERY;
 use crate::sched::task::Runnable;
 use crate::sched::task_meta::State;
@@ -31,9 +79,6 @@ use std::cell::Cell;
 use std::ptr;
 use std::sync::Arc;
 
-/// "No P held".
-pub(crate) const NO_P: usize = usize::MAX;
-
 /// Most consecutive `runnext` polls that share one time slice.
 pub(crate) const INHERIT_MAX: u32 = 32;
 
@@ -42,8 +87,10 @@ pub(crate) struct Ctx {
     /// The runtime this thread works for (an M, or a `block_on` caller), or
     /// null. Valid while set: the setter holds an `Arc<Sched>`.
     pub(crate) sched: Cell<*const Sched>,
-    /// The P this thread holds, or `NO_P`.
-    pub(crate) p: Cell<usize>,
+    /// The P this thread holds, if any (module docs, "Holding a P").
+    /// `HeldP` has no `Drop`, so `Ctx` needs none and the thread-local
+    /// stays a plain `const` one.
+    p: Cell<Option<HeldP>>,
     /// The M is handing out the wakes of timers it has just run
     /// ([`Machine::run_timers`]): tasks woken meanwhile go to the tail of
     /// the P's queue without `runnext` and without a `wakep` each; the M
@@ -59,7 +106,7 @@ impl Ctx {
     const fn new() -> Ctx {
         Ctx {
             sched: Cell::new(ptr::null()),
-            p: Cell::new(NO_P),
+            p: Cell::new(None),
             timer_wakes: Cell::new(false),
             budget: Cell::new(crate::sched::coop::UNLIMITED),
         }
@@ -77,12 +124,36 @@ loom::thread_local! {
     pub(crate) static CTX: Ctx = Ctx::new();
 }
 
+/// Which P the context `c` holds, if any: a peek, not a borrow.
+#[inline(always)]
+fn held_id(c: &Ctx) -> Option<usize> {
+    // SAFETY: `Cell` hands out no reference to its content, and this module
+    // makes none but this one, which ends before we return: no `&mut` to it
+    // is alive. `Ctx` is this thread's own (a thread-local; `Cell` is not
+    // `Sync`), so nothing writes it while we read.
+    unsafe { (*c.p.as_ptr()).as_ref().map(HeldP::id) }
+}
+
+/// The current thread takes P `p` (the acquire paths). It held none.
+pub(crate) fn set_p(p: HeldP) {
+    CTX.with(|c| {
+        let old = c.p.replace(Some(p));
+        debug_assert!(old.is_none(), "goro: a thread took a second P ({old:?})");
+    });
+}
+
+/// The current thread gives up the P it holds, if any: the value goes to
+/// the caller (the release paths, and `steal_work` for one steal).
+pub(crate) fn take_p() -> Option<HeldP> {
+    CTX.try_with(|c| c.p.take()).ok().flatten()
+}
+
 /// The P the current thread holds in `sched`, if any.
 #[inline]
 pub(crate) fn current_p(sched: &Sched) -> Option<usize> {
     CTX.try_with(|c| {
-        if ptr::eq(c.sched.get(), sched) && c.p.get() != NO_P {
-            Some(c.p.get())
+        if ptr::eq(c.sched.get(), sched) {
+            held_id(c)
         } else {
             None
         }
@@ -105,12 +176,13 @@ pub(crate) enum WakeTarget {
 #[inline]
 pub(crate) fn wake_target(sched: &Sched) -> WakeTarget {
     CTX.try_with(|c| {
-        if !ptr::eq(c.sched.get(), sched) || c.p.get() == NO_P {
-            WakeTarget::Global
-        } else if c.timer_wakes.get() {
-            WakeTarget::TimerBatch(c.p.get())
-        } else {
-            WakeTarget::Runnext(c.p.get())
+        if !ptr::eq(c.sched.get(), sched) {
+            return WakeTarget::Global;
+        }
+        match held_id(c) {
+            None => WakeTarget::Global,
+            Some(p) if c.timer_wakes.get() => WakeTarget::TimerBatch(p),
+            Some(p) => WakeTarget::Runnext(p),
         }
     })
     .unwrap_or(WakeTarget::Global)
@@ -140,9 +212,9 @@ pub(crate) fn with_current_p<R>(
     with_current_sched(|s| current_p(s).map(|p| f(&s.ps[p]))).flatten()
 }
 
-/// The runtime the current thread works for and the P it holds (`NO_P`
-/// for none), read in one thread-local access: the one place that turns
-/// the context's pointer into a reference.
+/// The runtime the current thread works for and the P it holds, read in
+/// one thread-local access: the one place that turns the context's pointer
+/// into a reference.
 ///
 /// # Safety
 ///
@@ -151,10 +223,10 @@ pub(crate) fn with_current_p<R>(
 /// leave, and a `block_on` caller's `EnterGuard` reset the context and
 /// drop its `Arc`).
 #[inline(always)]
-pub(crate) unsafe fn current<'a>() -> (Option<&'a Sched>, usize) {
+pub(crate) unsafe fn current<'a>() -> (Option<&'a Sched>, Option<usize>) {
     let (s, p) = CTX
-        .try_with(|c| (c.sched.get(), c.p.get()))
-        .unwrap_or((ptr::null(), NO_P));
+        .try_with(|c| (c.sched.get(), held_id(c)))
+        .unwrap_or((ptr::null(), None));
     // SAFETY: a non-null pointer came from `Arc::as_ptr` of an Arc that the
     // thread-local's setter (`m_main`, `EnterGuard`) keeps alive until it
     // resets the pointer, which happens only when this thread leaves the
@@ -211,22 +283,49 @@ impl Machine {
         }
     }
 
-    /// The P this M holds (`NO_P` if none).
+    /// The id of the P this M holds, for the scheduler loop, which runs
+    /// only with one. Without one it is an id out of range, so the first
+    /// `sched.ps[..]` with it panics (as the `usize::MAX` sentinel this
+    /// replaced did): a test here cost two instructions per call, twice
+    /// per task. Code that may run without a P uses [`Machine::held`].
     #[inline]
     pub(crate) fn p(&self) -> usize {
-        CTX.with(|c| c.p.get())
+        CTX.with(|c| {
+            // SAFETY: as in `held_id`: no `&mut` to the cell is alive, and
+            // the read ends here.
+            HeldP::id_or_out_of_range(unsafe { &*c.p.as_ptr() })
+        })
     }
 
-    pub(crate) fn acquirep(&mut self, p: usize) {
-        CTX.with(|c| c.p.set(p));
-        crate::sched::trace::proc_start(&self.sched, p);
-        self.sched.ps[p].stuck.store(false, Ordering::Relaxed);
+    /// The id of the P this M holds, if any.
+    #[inline]
+    pub(crate) fn held(&self) -> Option<usize> {
+        CTX.with(held_id)
     }
 
-    /// Forgets the P (it has been given away or put on the idle list).
-    pub(crate) fn dropp(&mut self) -> usize {
+    /// Takes P `p` (Go's `acquirep`).
+    pub(crate) fn acquirep(&mut self, p: HeldP) {
+        let id = p.id();
+        set_p(p);
+        crate::sched::trace::proc_start(&self.sched, id);
+        self.sched.ps[id].stuck.store(false, Ordering::Relaxed);
+    }
+
+    /// Gives up the P (Go's `releasep`): the caller puts it on the idle list
+    /// or hands it to another M.
+    pub(crate) fn dropp(&mut self) -> HeldP {
         crate::sched::trace::proc_stop(&self.sched);
-        CTX.with(|c| c.p.replace(NO_P))
+        take_p().unwrap_or_else(|| no_p())
+    }
+
+    /// The head of this M's local queue (`runnext` first), after something
+    /// that may have run wakers: the P is read afresh.
+    pub(crate) fn take_local(&mut self) -> Option<Runnable> {
+        let p = &self.sched.ps[self.p()];
+        // SAFETY: P `p` is in our context (just read); `get` is one ring
+        // operation and nothing else runs before the handle is dropped.
+        let mut q = unsafe { Local::new(&p.runq) };
+        q.get(false).map(|(t, _)| t)
     }
 
     pub(crate) fn next_rand(&mut self) -> u64 {
@@ -270,7 +369,7 @@ impl Machine {
                 self.reset_spinning();
             }
             self.execute(task, inherit);
-            if self.p() == NO_P {
+            if self.held().is_none() {
                 // `block_in_place` gave the P away and could not get one back.
                 match self.sched.acquire_idle_p() {
                     Some(p) => self.acquirep(p),
@@ -321,8 +420,7 @@ impl Machine {
                 .record(crate::sched::clock::now().saturating_sub(start));
         }
         // The P may have changed hands inside the poll (block_in_place).
-        let pid = self.p();
-        if pid != NO_P {
+        if let Some(pid) = self.held() {
             let p = &self.sched.ps[pid];
             if p.is_stuck() {
                 p.stuck.store(false, Ordering::Relaxed);
@@ -473,9 +571,16 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
         }
     }
     CTX.with(|c| {
-        c.p.set(NO_P);
+        debug_assert!(held_id(c).is_none(), "goro: an M left holding a P");
+        c.p.set(None);
         c.sched.set(ptr::null());
     });
+}
+
+#[cold]
+#[inline(never)]
+fn no_p() -> ! {
+    panic!("goro: an M in its scheduler loop without a P (scheduler bug)")
 }
 
 /// Sets the thread's runtime for the life of the guard (a `block_on` caller).
@@ -503,5 +608,5 @@ impl Drop for EnterGuard {
 /// True if the current thread is a worker of some runtime (it holds or may
 /// hold a P); blocking such a thread outside `block_in_place` stalls a P.
 pub(crate) fn on_worker_thread() -> bool {
-    CTX.try_with(|c| c.p.get() != NO_P).unwrap_or(false)
+    CTX.try_with(|c| held_id(c).is_some()).unwrap_or(false)
 }

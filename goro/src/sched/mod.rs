@@ -88,11 +88,11 @@ use std::time::Instant;
 
 use crate::sched::clock::coarse;
 use global::GlobalQueue;
-use idle::Idle;
+use idle::{HeldP, Idle};
 use machine::WakeTarget;
 use park::Handoff;
 use processor::Processor;
-use runq::Put;
+use runq::{Local, Put};
 use task::{Registry, Runnable};
 use task_meta::State;
 
@@ -218,7 +218,11 @@ impl Sched {
     pub(crate) fn init_idle(&self) {
         let mut lists = self.idle.lock();
         for p in (0..self.procs()).rev() {
-            self.pidleput(&mut lists, p);
+            // SAFETY: start-up: no P was handed out yet, each id goes once.
+            unsafe {
+                self.idle
+                    .pidleput_free(&mut lists, p, || self.ps[p].timers.len() > 0)
+            };
         }
     }
 
@@ -255,27 +259,49 @@ impl Sched {
         };
         ready(&task, on);
         crate::sched::trace::unblock(self, task.metadata());
-        match target {
-            WakeTarget::Runnext(p) if yielded => self.runqput_yield(&self.ps[p], task),
-            WakeTarget::Runnext(p) => self.runqput(&self.ps[p], task, self.policy.runnext),
-            WakeTarget::TimerBatch(p) => self.runqput_quiet(&self.ps[p], task),
-            WakeTarget::Global => self.inject(task),
+        let (p, quiet) = match target {
+            WakeTarget::Runnext(p) => (p, false),
+            WakeTarget::TimerBatch(p) => (p, true),
+            WakeTarget::Global => return self.inject(task),
+        };
+        let p = &self.ps[p];
+        // SAFETY: P `p` is in this thread's context (`wake_target` just
+        // read it); `ready` and the trace hook since only wrote the task's
+        // record and a trace buffer. Below, the handle serves one `put`
+        // and dies before the `wakep` that follows it.
+        let mut q = unsafe { Local::new(&p.runq) };
+        if quiet {
+            self.runqput_quiet(p, &mut q, task)
+        } else if yielded {
+            self.runqput_yield(p, &mut q, task)
+        } else {
+            self.runqput(p, &mut q, task, self.policy.runnext)
         }
     }
 
-    /// Queues `task` on P `p` (the caller's own) or, without one, globally.
-    /// A new task's record already says where (`TaskMeta::new`).
+    /// Queues `task` on the caller's own P (`p` is `Some`: the caller read
+    /// from its context that it holds one) or, without one, globally. A new
+    /// task's record already says where (`TaskMeta::new`).
     pub(crate) fn place(&self, p: Option<usize>, task: Runnable) {
         sample_wake(task.metadata());
-        match p {
-            Some(p) => self.runqput(&self.ps[p], task, self.policy.runnext),
+        // Read again here rather than trusted: the handle below needs the
+        // P to be held right now, which only this thread's context says.
+        match p.and_then(|_| machine::current_p(self)) {
+            Some(p) => {
+                let p = &self.ps[p];
+                // SAFETY: P `p` is in this thread's context (just read); the
+                // handle serves one `put` in `runqput`, before its `wakep`.
+                let mut q = unsafe { Local::new(&p.runq) };
+                self.runqput(p, &mut q, task, self.policy.runnext)
+            }
             None => self.inject(task),
         }
     }
 
-    /// Go's `runqput` + `wakep`, on the current thread's own P.
-    pub(crate) fn runqput(&self, p: &Processor, task: Runnable, next: bool) {
-        match p.runq.put(task, next) {
+    /// Go's `runqput` + `wakep`, on the current thread's own P: `p`, whose
+    /// queue `q` is.
+    pub(crate) fn runqput(&self, p: &Processor, q: &mut Local<'_>, task: Runnable, next: bool) {
+        match q.put(task, next) {
             Put::Runnext => self.wake_for_runnext(),
             Put::Ring => {
                 if next {
@@ -322,8 +348,8 @@ impl Sched {
     /// bounced between two threads that the kernel had often placed on one
     /// CPU, and a sleeper beside it waited out their time slices (5 ms
     /// gaps at procs 2, against 1.6 ms without preemption).
-    fn runqput_yield(&self, p: &Processor, task: Runnable) {
-        if let Put::Overflow(batch) = p.runq.put(task, false) {
+    fn runqput_yield(&self, p: &Processor, q: &mut Local<'_>, task: Runnable) {
+        if let Put::Overflow(batch) = q.put(task, false) {
             bump(&p.counters.runq_overflows, 1);
             self.global.push_batch(batch);
             self.wakep();
@@ -334,8 +360,8 @@ impl Sched {
     /// wakes after which the caller calls `wakep` once. The woken tasks
     /// run in the order they were woken (for timers: deadline order), and
     /// a thousand timers firing together cost one `wakep`, not a thousand.
-    fn runqput_quiet(&self, p: &Processor, task: Runnable) {
-        if let Put::Overflow(batch) = p.runq.put(task, false) {
+    fn runqput_quiet(&self, p: &Processor, q: &mut Local<'_>, task: Runnable) {
+        if let Put::Overflow(batch) = q.put(task, false) {
             bump(&p.counters.runq_overflows, 1);
             self.global.push_batch(batch);
         }
@@ -378,7 +404,7 @@ impl Sched {
     }
 
     /// Takes a P off the idle list.
-    pub(crate) fn acquire_idle_p(&self) -> Option<usize> {
+    pub(crate) fn acquire_idle_p(&self) -> Option<HeldP> {
         let p = {
             let mut lists = self.idle.lock();
             self.idle.pidleget(&mut lists)
@@ -389,10 +415,11 @@ impl Sched {
         p
     }
 
-    /// Gives P `p` back to the idle list (the caller no longer holds it),
-    /// then re-checks the global queue so a task injected concurrently is
-    /// not stranded (publish-fence-check, idle side).
-    pub(crate) fn release_p(&self, p: usize) {
+    /// Gives P `p` back to the idle list, then re-checks the global queue
+    /// so a task injected concurrently is not stranded (publish-fence-check,
+    /// idle side).
+    pub(crate) fn release_p(&self, p: HeldP) {
+        let id = p.id();
         let retired = {
             let mut lists = self.idle.lock();
             self.pidleput(&mut lists, p)
@@ -408,20 +435,21 @@ impl Sched {
         }
         // Its timers need a thread to wake for them (Go's handoffp does the
         // same): one armed while every P was busy woke nobody.
-        let when = self.ps[p].timers.next_when();
+        let when = self.ps[id].timers.next_when();
         if when != crate::sched::timer::NEVER {
             self.timer_added(when);
         }
     }
 
     /// Go's `startm`: runs P `p` on an idle M, or on a new thread.
-    pub(crate) fn startm(&self, p: usize, spinning: bool) {
+    pub(crate) fn startm(&self, p: HeldP, spinning: bool) {
+        let id = p.id();
         let h = Handoff::P { p, spinning };
         let m = self.idle.lock().ms.pop();
         match m {
             Some(parker) => {
                 bump_shared(&self.counters.unparks, 1);
-                crate::sched::trace::m_wake(self, p);
+                crate::sched::trace::m_wake(self, id);
                 parker.unpark(h);
             }
             None => self.spawn_m(h),
@@ -444,9 +472,17 @@ impl Sched {
             .expect("goro: scheduler dropped while starting a thread");
         let n = self.nthreads.fetch_add(1, Ordering::Relaxed);
         bump_shared(&self.counters.threads_started, 1);
+        // The handoff goes through a slot, not the closure, so that a failed
+        // spawn (which drops the closure) leaves the held P here to give back.
+        let slot = Arc::new(Mutex::new(Some(h)));
+        let theirs = slot.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("{}-m{n}", self.thread_name))
-            .spawn(move || machine::m_main(sched, h));
+            .spawn(move || {
+                let h = theirs.lock().unpoison().take();
+                drop(theirs);
+                machine::m_main(sched, h.expect("goro: a new M's handoff"))
+            });
         match spawned {
             Ok(jh) => self.threads.lock().unpoison().push(jh),
             Err(e) => {
@@ -454,7 +490,8 @@ impl Sched {
                 // queued for the threads that exist.
                 self.nthreads.fetch_sub(1, Ordering::Relaxed);
                 eprintln!("goro: failed to start a worker thread: {e}");
-                if let Handoff::P { p, spinning } = h {
+                let h = slot.lock().unpoison().take();
+                if let Some(Handoff::P { p, spinning }) = h {
                     if spinning {
                         self.idle.dec_spinning();
                     }
@@ -466,9 +503,9 @@ impl Sched {
     }
 
     /// Go's `handoffp`: the current M gives up P `p` (it is about to block).
-    pub(crate) fn handoffp(&self, p: usize) {
+    pub(crate) fn handoffp(&self, p: HeldP) {
         bump_shared(&self.counters.handoffs, 1);
-        if !self.ps[p].runq.is_empty() || !self.global.is_empty() {
+        if !self.ps[p.id()].runq.is_empty() || !self.global.is_empty() {
             self.startm(p, false);
             return;
         }
@@ -480,16 +517,19 @@ impl Sched {
         self.release_p(p);
     }
 
-    /// Puts P `p` on the idle list (caller holds the lock), marking it in
-    /// the timer mask if it has timers; or, if a resize removed it, moves
-    /// its work to the active Ps and returns true (`resize.rs`).
-    pub(crate) fn pidleput(&self, lists: &mut idle::IdleLists, p: usize) -> bool {
+    /// Gives the held P `p` back to the idle list (caller holds the lock),
+    /// marking it in the timer mask if it has timers; or, if a resize
+    /// removed it, moves its work to the active Ps and returns true
+    /// (`resize.rs`).
+    pub(crate) fn pidleput(&self, lists: &mut idle::IdleLists, p: HeldP) -> bool {
+        let id = p.id();
         // Relaxed: `procs` changes only under the idle lock, which we hold.
-        if p >= self.procs.load(Ordering::Relaxed) {
+        if id >= self.procs.load(Ordering::Relaxed) {
             self.retire_locked(p);
             return true;
         }
-        self.idle.pidleput(lists, p, || self.ps[p].timers.len() > 0);
+        self.idle
+            .pidleput(lists, p, || self.ps[id].timers.len() > 0);
         false
     }
 
@@ -527,5 +567,3 @@ pub(crate) fn gcd(a: usize, b: usize) -> usize {
         gcd(b, a % b)
     }
 }
-
-pub(crate) use machine::NO_P;

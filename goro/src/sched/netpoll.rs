@@ -142,7 +142,7 @@ impl Machine {
         bump(&p.counters.netpoll_ready, self.ready.len() as u64);
         super::trace::netpoll(sched, self.ready.len());
         wake_batch(sched, &mut self.ready);
-        p.runq.get(false).map(|(t, _)| t)
+        self.take_local()
     }
 
     /// Sleeps as the timer sleeper for `timeout`: in the epoll if sockets

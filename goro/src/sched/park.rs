@@ -30,14 +30,16 @@
 
 use crate::loom::Unpoison;
 use crate::loom::{Condvar, Mutex};
+use crate::sched::idle::HeldP;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// What a parked M is woken with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a parked M is woken with. Not `Clone`: a P handoff carries the
+/// held P itself, so the P is wherever the handoff is.
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Handoff {
     /// Run with P `p`; `spinning` if the waker counted this M as spinning.
-    P { p: usize, spinning: bool },
+    P { p: HeldP, spinning: bool },
     /// The runtime is shutting down: exit the thread.
     Exit,
     /// (To the timer sleeper) a timer earlier than its deadline was armed.
@@ -75,11 +77,12 @@ impl Parker {
     /// Hands `h` to the parked M and wakes it.
     pub(crate) fn unpark(&self, h: Handoff) {
         let mut slot = self.slot.lock().unpoison();
-        match (slot.handoff, h) {
+        match (&slot.handoff, &h) {
             // A re-check never displaces a real handoff (that would lose a P).
             (Some(_), Handoff::Recheck) => return,
-            // Exit overrides anything (shutdown: the P no longer matters);
-            // a P handoff overrides a pending re-check.
+            // Exit overrides anything (shutdown: the P no longer matters,
+            // and the held P is dropped with the old handoff); a P handoff
+            // overrides a pending re-check.
             (None, _) | (Some(Handoff::Recheck), _) | (_, Handoff::Exit) => {}
             (Some(old), new) => panic!("goro: double handoff to one M ({old:?}, then {new:?})"),
         }
@@ -209,7 +212,8 @@ mod loom_tests {
             let p2 = parker.clone();
             let waker = thread::spawn(move || {
                 p2.unpark(Handoff::P {
-                    p: 0,
+                    // SAFETY: no runtime here; the one P token of the model.
+                    p: unsafe { HeldP::for_model(0) },
                     spinning: false,
                 })
             });
@@ -222,12 +226,9 @@ mod loom_tests {
             }
             waker.join().unwrap();
             other_m.join().unwrap();
-            assert_eq!(
-                got,
-                Some(Handoff::P {
-                    p: 0,
-                    spinning: false
-                })
+            assert!(
+                matches!(got, Some(Handoff::P { ref p, spinning: false }) if p.id() == 0),
+                "{got:?}"
             );
         });
     }

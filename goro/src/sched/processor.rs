@@ -1,7 +1,7 @@
 //! P: the right to run tasks.
 //!
 //! A P owns a local run queue with `runnext`, a timer heap and per-P
-//! counters, and its pool slot. There are exactly `procs` of them; a thread
+//! counters, and its pool slot. Holding one is a value, `idle::HeldP`. There are exactly `procs` of them; a thread
 //! must hold one to run tasks, which is what bounds parallelism to `procs`
 //! however many threads exist (some may be blocked in `block_in_place`).
 //!
@@ -18,6 +18,8 @@ use std::sync::Arc;
 
 pub(crate) struct Processor {
     pub(crate) id: usize,
+    /// The shared view of the run queue (reads and steals); pushing needs
+    /// the owner's handle, `runq::Local`, which only the P's holder makes.
     pub(crate) runq: RunQueue,
     /// Incremented by the owner at the start of every new time slice (a task
     /// taken from `runnext` inherits the slice and does not count). The

@@ -81,6 +81,7 @@
 //! * Capacity fixed at start-up with an "active" count (`allp.rs` says why
 //!   the table grows instead).
 
+use crate::sched::idle::HeldP;
 use crate::sched::machine::Machine;
 use crate::sched::processor::Processor;
 use crate::sched::timer::{push, NEVER};
@@ -174,8 +175,14 @@ impl Sched {
                         self.resize.held.fetch_sub(1, Ordering::Relaxed);
                         continue;
                     }
-                    self.idle
-                        .pidleput(&mut lists, p, || self.ps[p].timers.len() > 0);
+                    // SAFETY: `p` was on the free list (its last `HeldP` was
+                    // consumed by its retire) or is new (never handed out);
+                    // either way nobody holds it, and it leaves the free
+                    // list here.
+                    unsafe {
+                        self.idle
+                            .pidleput_free(&mut lists, p, || self.ps[p].timers.len() > 0)
+                    };
                 }
             }
         }
@@ -187,16 +194,18 @@ impl Sched {
 
     /// Retires P `p`, removed by a resize and given back by its holder
     /// (from [`Sched::pidleput`]). Caller holds the idle lock.
-    pub(crate) fn retire_locked(&self, p: usize) {
+    pub(crate) fn retire_locked(&self, p: HeldP) {
         self.resize.held.fetch_sub(1, Ordering::Relaxed);
         self.retire_p(p);
     }
 
-    /// Moves P `p`'s tasks and timers to the active Ps and frees it.
-    /// Caller holds the idle lock; nobody holds `p`.
-    fn retire_p(&self, p: usize) {
+    /// Moves P `p`'s tasks and timers to the active Ps and frees it: the
+    /// held P ends here, its id goes to the free list. Caller holds the
+    /// idle lock.
+    fn retire_p(&self, mut p: HeldP) {
+        let tasks = p.local(self).drain();
+        let p = p.id();
         let pp = &self.ps[p];
-        let tasks = pp.runq.drain();
         if !tasks.is_empty() {
             bump_shared(&self.counters.procs_tasks_moved, tasks.len() as u64);
             self.global.push_batch(tasks);
@@ -266,7 +275,8 @@ impl Sched {
         for p in procs..self.ps.allocated() {
             let pp = &self.ps[p];
             if !pp.runq.is_empty() {
-                let tasks = pp.runq.drain();
+                // Its holder may push meanwhile: a consumer's take.
+                let tasks = pp.runq.steal_all();
                 if !tasks.is_empty() {
                     bump_shared(&self.counters.procs_tasks_moved, tasks.len() as u64);
                     self.global.push_batch(tasks);

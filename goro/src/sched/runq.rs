@@ -5,10 +5,10 @@
 //!
 //! Shape and invariants:
 //!
-//! * One producer, many consumers. Only the thread that owns the P pushes
-//!   (`put`, and `steal_into` which fills the thief's *own* ring); the owner
-//!   and any thief consume by advancing `head` with a CAS. `tail` is written by
-//!   the owner only and published with `Release`.
+//! * One producer, many consumers. Only the thread that holds the P pushes
+//!   (`put`, `put_batch`, and `steal_into`, which fills the thief's *own*
+//!   ring); the owner and any thief consume by advancing `head` with a CAS.
+//!   `tail` is written by the owner only and published with `Release`.
 //! * Slots are `AtomicPtr`s. A thief copies the pointers of `[head, head+n)`
 //!   *before* its CAS claims them; if the owner had meanwhile reused one of
 //!   those slots, `head` must have moved past it, so the CAS fails and the copy
@@ -24,7 +24,42 @@
 //! * A full ring moves its older half plus the new task to the global queue in
 //!   one batch (`put_slow`), so a burst of spawns costs one lock, not 128.
 //!
-//! Ownership: a pointer in the ring or in `runnext` is an owned
+//! # Who may call what: two types
+//!
+//! The one-producer rule is held by the types, as tokio's `queue::Local`
+//! and `Steal` hold it:
+//!
+//! * [`RunQueue`] is the shared view, reachable by anyone through
+//!   `sched.ps[i].runq`: its reads (`len`, `is_empty`, `has_runnext`,
+//!   `runnext_id`) and the consumer-side takes ([`RunQueue::steal_into`],
+//!   whose `grab` claims by CAS, and [`RunQueue::steal_all`] for a queue
+//!   whose owner is gone or stuck). It has no way to push: a thief that
+//!   tried would not compile.
+//! * [`Local`] is the owner handle: `put`, `put_batch`, `get`,
+//!   `take_runnext` and `drain` take `&mut self`. It is made from a held P
+//!   (`HeldP::local`, `idle.rs`), which exists once per P, or, for the P
+//!   in the thread's context, by `Local::new`, which is `unsafe` with the
+//!   contract below; `machine.rs` ("Holding a P") says how the scheduler
+//!   keeps it.
+//!
+//! A `Local` is a capability, not a borrow of the ring's memory (every field
+//! is atomic, and thieves read it meanwhile), so what the types must rule
+//! out is two *pushes* that overlap. On other threads the held P rules it
+//! out (only its holder makes a `Local`). On the holder's own thread every
+//! owner operation is leaf code: atomics, and for an overflow one `Vec`
+//! allocation; none polls, wakes or drops a task, so none can start another
+//! owner operation before it ends. The one exception is `steal_into`'s
+//! `pause_runnext` callback, which runs in the middle of a steal into `dst`:
+//! `dst` is borrowed `&mut` for the whole steal, and the scheduler moves
+//! its held P out of the thread's context for the steal's duration
+//! (`steal.rs`), so the callback has no way to reach `dst`'s queue.
+//!
+//! The memory layout and every atomic access are those of the single
+//! `RunQueue` type this split replaced; the only new access path is
+//! `steal_all`, which reads `tail` with `Acquire` as `grab` does (the
+//! owner's `get` may read its own `tail` `Relaxed`; a non-owner may not).
+//!
+//! Ownership of tasks: a pointer in the ring or in `runnext` is an owned
 //! `async_task::Runnable` turned into a raw pointer. Exactly one party turns it
 //! back: the one whose CAS removed it from the queue.
 //!
@@ -34,6 +69,7 @@
 
 use crate::loom::{AtomicPtr, AtomicU32, Ordering};
 use crate::sched::task::Runnable;
+use std::marker::PhantomData;
 use std::ptr;
 
 /// Ring capacity. Go uses 256; loom models use 4 so that overflow is reachable.
@@ -44,7 +80,8 @@ pub(crate) const RING_SIZE: usize = 4;
 
 const MASK: u32 = RING_SIZE as u32 - 1;
 
-/// A P's local run queue.
+/// A P's local run queue, as everyone sees it: reads and consumer-side
+/// takes only (module docs). The owner's side is [`Local`].
 pub(crate) struct RunQueue {
     /// Next slot to consume. Advanced by CAS by the owner and thieves.
     head: AtomicU32,
@@ -55,7 +92,16 @@ pub(crate) struct RunQueue {
     runnext: AtomicPtr<()>,
 }
 
-/// Where `RunQueue::put` left a task.
+/// The owner's handle on a [`RunQueue`]: the only way to push. Not `Clone`,
+/// not `Send`; made by `HeldP::local` or, with the contract below,
+/// [`Local::new`].
+pub(crate) struct Local<'a> {
+    q: &'a RunQueue,
+    /// Stays on the thread that made it (the holder's).
+    _not_send: PhantomData<*const ()>,
+}
+
+/// Where `Local::put` left a task.
 pub(crate) enum Put {
     /// Into an empty `runnext`: it runs when the current poll returns, so no
     /// other thread needs waking.
@@ -113,10 +159,12 @@ impl RunQueue {
         self.runnext.load(Ordering::Acquire) as usize
     }
 
-    /// Owner only. Puts `task` on the queue: into `runnext` if `next`, bumping
-    /// the previous occupant to the tail; else at the tail. On overflow returns
-    /// the batch that must go to the global queue.
-    pub(crate) fn put(&self, task: Runnable, next: bool) -> Put {
+    /// Owner side (through [`Local::put`]). Puts `task` on the queue: into
+    /// `runnext` if `next`, bumping the previous occupant to the tail; else
+    /// at the tail. On overflow returns the batch that must go to the
+    /// global queue.
+    #[inline]
+    fn put(&self, task: Runnable, next: bool) -> Put {
         let mut task = task.into_raw().as_ptr();
         if next {
             // Release publishes the task's state to a thief that takes it
@@ -135,7 +183,7 @@ impl RunQueue {
         }
     }
 
-    /// Owner only. Puts at the tail; returns the overflow batch if full.
+    /// Owner side. Puts at the tail; returns the overflow batch if full.
     fn put_tail(&self, task: *mut ()) -> Option<Vec<Runnable>> {
         loop {
             // Acquire: pairs with the Release CAS of consumers, so the slot we
@@ -156,8 +204,8 @@ impl RunQueue {
         }
     }
 
-    /// Owner only, ring full: claim the older half with one CAS and return it
-    /// with `task` appended. `None` if a consumer moved `head` first.
+    /// Owner side, ring full: claim the older half with one CAS and return
+    /// it with `task` appended. `None` if a consumer moved `head` first.
     fn put_slow(&self, task: *mut (), h: u32, t: u32) -> Option<Vec<Runnable>> {
         let n = t.wrapping_sub(h) / 2;
         debug_assert_eq!(
@@ -188,9 +236,9 @@ impl RunQueue {
         )
     }
 
-    /// Owner only. Pushes a batch (oldest first) taken from the global queue,
-    /// which must fit: the caller takes at most the free space.
-    pub(crate) fn put_batch(&self, tasks: impl IntoIterator<Item = Runnable>) {
+    /// Owner side. Pushes a batch (oldest first) taken from the global
+    /// queue, which must fit: the caller takes at most the free space.
+    fn put_batch(&self, tasks: Vec<Runnable>) {
         // Relaxed: only this thread writes tail.
         let mut t = self.tail.load(Ordering::Relaxed);
         for task in tasks {
@@ -202,15 +250,12 @@ impl RunQueue {
         self.tail.store(t, Ordering::Release);
     }
 
-    /// Free slots in the ring (owner's view: exact lower bound).
-    pub(crate) fn free(&self) -> usize {
-        RING_SIZE - self.len()
-    }
-
-    /// Owner only. Takes the next task: `runnext` first (the bool is `true`:
-    /// it inherits the time slice), else the head of the ring. With
-    /// `skip_runnext`, the ring comes first (used to bound slice inheritance).
-    pub(crate) fn get(&self, skip_runnext: bool) -> Option<(Runnable, bool)> {
+    /// Owner side. Takes the next task: `runnext` first (the bool is
+    /// `true`: it inherits the time slice), else the head of the ring.
+    /// With `skip_runnext`, the ring comes first (used to bound slice
+    /// inheritance).
+    #[inline]
+    fn get(&self, skip_runnext: bool) -> Option<(Runnable, bool)> {
         if !skip_runnext {
             if let Some(task) = self.take_runnext() {
                 return Some((task, true));
@@ -241,8 +286,9 @@ impl RunQueue {
         None
     }
 
-    /// Takes `runnext` if set (owner or thief).
-    pub(crate) fn take_runnext(&self) -> Option<Runnable> {
+    /// Takes `runnext` if set: the owner's take, and `steal_all`'s. (A
+    /// thief's steal takes it by its own CAS in `grab`.)
+    fn take_runnext(&self) -> Option<Runnable> {
         let mut next = self.runnext.load(Ordering::Acquire);
         while !next.is_null() {
             // Acquire: pairs with the Release half of the swap in `put`.
@@ -260,34 +306,49 @@ impl RunQueue {
         None
     }
 
-    /// Thief side, Go's `runqsteal`: moves half of `victim`'s tasks into
-    /// `self`'s ring (self must be the caller's own, empty-enough queue) and
+    /// Owner side. Removes every task (the holder retiring its P).
+    fn drain(&self) -> Vec<Runnable> {
+        let mut out = Vec::new();
+        if let Some(t) = self.take_runnext() {
+            out.push(t);
+        }
+        while let Some((t, _)) = self.get(true) {
+            out.push(t);
+        }
+        out
+    }
+
+    /// Thief side, Go's `runqsteal`: moves half of `self`'s tasks (the
+    /// victim's) into `dst`, the thief's own ring, which must have room, and
     /// returns one of them to run. `runnext` is taken only when
     /// `steal_runnext`, after `pause_runnext` returns `true` (it decides
-    /// whether and how long to wait for the victim's owner to run it itself).
+    /// whether and how long to wait for the victim's owner to run it
+    /// itself). `pause_runnext` runs in the middle of the steal: it must
+    /// not reach `dst`'s queue (module docs; `dst` is borrowed meanwhile).
     pub(crate) fn steal_into(
         &self,
-        victim: &RunQueue,
+        dst: &mut Local<'_>,
         steal_runnext: bool,
         pause_runnext: impl FnOnce(&RunQueue) -> bool,
     ) -> Option<(Runnable, usize)> {
-        // Relaxed: we are the owner of self.tail.
-        let t = self.tail.load(Ordering::Relaxed);
-        let n = victim.grab(self, t, steal_runnext, pause_runnext);
+        let dst = dst.q;
+        // Relaxed: we are the owner of dst.tail.
+        let t = dst.tail.load(Ordering::Relaxed);
+        let n = self.grab(dst, t, steal_runnext, pause_runnext);
         if n == 0 {
             return None;
         }
         let n = n - 1;
-        let last = self.buf[(t.wrapping_add(n) & MASK) as usize].load(Ordering::Relaxed);
+        let last = dst.buf[(t.wrapping_add(n) & MASK) as usize].load(Ordering::Relaxed);
         if n > 0 {
             debug_assert!(
-                t.wrapping_sub(self.head.load(Ordering::Acquire))
+                t.wrapping_sub(dst.head.load(Ordering::Acquire))
                     .wrapping_add(n)
                     < RING_SIZE as u32,
                 "steal_into overflowed the thief's ring"
             );
             // Release: publishes the copied slots.
-            self.tail.store(t.wrapping_add(n), Ordering::Release);
+            dst.tail.store(t.wrapping_add(n), Ordering::Release);
         }
         // SAFETY: `grab` claimed the pointers it copied into our slots by CAS on
         // the victim's head (or runnext); we own them and we are handing out the
@@ -296,7 +357,8 @@ impl RunQueue {
     }
 
     /// Go's `runqgrab`: claims half of `self`'s ring, copying the pointers
-    /// into `dst`'s slots starting at `dst_tail`. Returns how many.
+    /// into `dst`'s slots starting at `dst_tail` (`dst` is the caller's own
+    /// queue, reached through its `Local`). Returns how many.
     fn grab(
         &self,
         dst: &RunQueue,
@@ -362,22 +424,111 @@ impl RunQueue {
         }
     }
 
-    /// Removes every task (shutdown). Any thread, once no owner is running.
-    pub(crate) fn drain(&self) -> Vec<Runnable> {
+    /// Consumer side: removes every task from a queue whose owner is gone
+    /// (shutdown, a P retired with nobody holding it) or may be stuck in a
+    /// poll (the monitor's sweep of a removed P still held). Each task is
+    /// claimed by CAS, as a thief claims it; `tail` is read with `Acquire`
+    /// (the owner may push meanwhile), which is all that sets it apart from
+    /// the owner's `drain`.
+    pub(crate) fn steal_all(&self) -> Vec<Runnable> {
+        // The owner's `drain` in order: `runnext`, the ring, then `runnext`
+        // again whenever the ring is found empty.
         let mut out = Vec::new();
         if let Some(t) = self.take_runnext() {
             out.push(t);
         }
-        while let Some((t, _)) = self.get(true) {
-            out.push(t);
+        loop {
+            // Acquire on both: pairs with the consumers' CAS and the owner's
+            // Release of tail, so the slot at `h` is visible.
+            let h = self.head.load(Ordering::Acquire);
+            let t = self.tail.load(Ordering::Acquire);
+            if t == h {
+                match self.take_runnext() {
+                    Some(t) => {
+                        out.push(t);
+                        continue;
+                    }
+                    None => return out,
+                }
+            }
+            let task = self.buf[(h & MASK) as usize].load(Ordering::Relaxed);
+            if self
+                .head
+                .compare_exchange(h, h.wrapping_add(1), Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                // SAFETY: the CAS made us the unique consumer of this slot.
+                out.push(unsafe { Runnable::from_raw(nn(task)) });
+            }
         }
-        out
+    }
+}
+
+impl<'a> Local<'a> {
+    /// The owner's handle on `q`.
+    ///
+    /// # Safety
+    ///
+    /// The caller is `q`'s only producer (it holds the P whose queue this is:
+    /// the `HeldP` in its thread's context, read just before) from now until
+    /// the handle's last use, and no other owner operation on `q` begins while
+    /// one of this handle's is running (module docs: owner operations are
+    /// leaf code, except for `steal_into`'s callback). In practice: create
+    /// it right before the operations, and run nothing in between that
+    /// polls, wakes or drops a task, runs a timer, or gives the P away.
+    #[inline(always)]
+    pub(crate) unsafe fn new(q: &'a RunQueue) -> Local<'a> {
+        Local {
+            q,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Puts `task` on the queue: into `runnext` if `next`, bumping the
+    /// previous occupant to the tail; else at the tail. On overflow returns
+    /// the batch that must go to the global queue.
+    #[inline]
+    pub(crate) fn put(&mut self, task: Runnable, next: bool) -> Put {
+        self.q.put(task, next)
+    }
+
+    /// Pushes a batch (oldest first) taken from the global queue, which
+    /// must fit: the caller takes at most [`Local::free`].
+    pub(crate) fn put_batch(&mut self, tasks: Vec<Runnable>) {
+        self.q.put_batch(tasks)
+    }
+
+    /// Free slots in the ring (exact lower bound: only we push).
+    pub(crate) fn free(&self) -> usize {
+        RING_SIZE - self.q.len()
+    }
+
+    /// Takes the next task: `runnext` first (the bool is `true`: it
+    /// inherits the time slice), else the head of the ring. With
+    /// `skip_runnext`, the ring comes first (used to bound slice
+    /// inheritance).
+    #[inline]
+    pub(crate) fn get(&mut self, skip_runnext: bool) -> Option<(Runnable, bool)> {
+        self.q.get(skip_runnext)
+    }
+
+    /// Takes `runnext` if set (the scheduler's owner takes it through
+    /// `get`; the tests play the owner with it).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn take_runnext(&mut self) -> Option<Runnable> {
+        self.q.take_runnext()
+    }
+
+    /// Removes every task (the holder of a P that is being retired).
+    pub(crate) fn drain(&mut self) -> Vec<Runnable> {
+        self.q.drain()
     }
 }
 
 impl Drop for RunQueue {
     fn drop(&mut self) {
         // Dropping a Runnable cancels its task and drops the future.
+        // `&mut self`: nobody else can reach the queue.
         drop(self.drain());
     }
 }
@@ -390,6 +541,13 @@ fn nn(p: *mut ()) -> std::ptr::NonNull<()> {
 mod tests {
     use super::*;
     use crate::sched::task::test_support::{runnable, Log};
+
+    /// The owner's handle on a queue the test thread alone pushes into.
+    fn owner(q: &RunQueue) -> Local<'_> {
+        // SAFETY: each test is single-threaded and makes one handle per
+        // queue; no operation runs foreign code that could push meanwhile.
+        unsafe { Local::new(q) }
+    }
 
     fn tasks(n: usize, log: &Log) -> Vec<Runnable> {
         (0..n).map(|i| runnable(i, log)).collect()
@@ -407,7 +565,8 @@ mod tests {
 
     #[test]
     fn fifo_across_wrap_around() {
-        let q = RunQueue::new();
+        let rq = RunQueue::new();
+        let mut q = owner(&rq);
         let log = Log::default();
         // Move head and tail around the ring several times.
         for round in 0..5 {
@@ -422,13 +581,14 @@ mod tests {
                 assert_eq!(id(t, &log), i, "FIFO order broken in round {round}");
                 assert!(!inherit);
             }
-            assert!(q.is_empty());
+            assert!(rq.is_empty());
         }
     }
 
     #[test]
     fn overflow_moves_older_half_plus_new_task() {
-        let q = RunQueue::new();
+        let rq = RunQueue::new();
+        let mut q = owner(&rq);
         let log = Log::default();
         let mut all = tasks(RING_SIZE + 1, &log);
         let extra = all.pop().unwrap();
@@ -445,13 +605,14 @@ mod tests {
             ids, want,
             "overflow batch is the older half, then the new task"
         );
-        assert_eq!(q.len(), RING_SIZE / 2);
+        assert_eq!(rq.len(), RING_SIZE / 2);
         assert_eq!(id(q.get(false).unwrap().0, &log), RING_SIZE / 2);
     }
 
     #[test]
     fn runnext_runs_first_and_bumps_previous_to_tail() {
-        let q = RunQueue::new();
+        let rq = RunQueue::new();
+        let mut q = owner(&rq);
         let log = Log::default();
         let mut ts = tasks(3, &log).into_iter();
         assert!(matches!(q.put(ts.next().unwrap(), false), Put::Ring)); // 0 in ring
@@ -465,7 +626,8 @@ mod tests {
 
     #[test]
     fn get_skipping_runnext_takes_ring_first() {
-        let q = RunQueue::new();
+        let rq = RunQueue::new();
+        let mut q = owner(&rq);
         let log = Log::default();
         let mut ts = tasks(2, &log).into_iter();
         q.put(ts.next().unwrap(), false);
@@ -479,14 +641,15 @@ mod tests {
     fn steal_takes_half_rounding_up_and_leaves_runnext() {
         let victim = RunQueue::new();
         let thief = RunQueue::new();
+        let (mut v, mut th) = (owner(&victim), owner(&thief));
         let log = Log::default();
         let mut ts = tasks(8, &log).into_iter();
         for t in ts.by_ref().take(7) {
-            victim.put(t, false);
+            v.put(t, false);
         }
-        victim.put(ts.next().unwrap(), true);
-        let (first, n) = thief
-            .steal_into(&victim, false, |_| true)
+        v.put(ts.next().unwrap(), true);
+        let (first, n) = victim
+            .steal_into(&mut th, false, |_| true)
             .expect("work to steal");
         assert_eq!(n, 4, "half of 7, rounded up");
         assert_eq!(id(first, &log), 3, "the thief runs the newest stolen task");
@@ -499,16 +662,17 @@ mod tests {
     fn runnext_is_stolen_only_when_asked_and_after_the_pause() {
         let victim = RunQueue::new();
         let thief = RunQueue::new();
+        let mut th = owner(&thief);
         let log = Log::default();
-        victim.put(tasks(1, &log).pop().unwrap(), true);
-        assert!(thief.steal_into(&victim, false, |_| true).is_none());
+        owner(&victim).put(tasks(1, &log).pop().unwrap(), true);
+        assert!(victim.steal_into(&mut th, false, |_| true).is_none());
         assert!(
-            thief.steal_into(&victim, true, |_| false).is_none(),
+            victim.steal_into(&mut th, true, |_| false).is_none(),
             "a declined pause steals nothing"
         );
         let mut paused = false;
-        let (t, n) = thief
-            .steal_into(&victim, true, |_| {
+        let (t, n) = victim
+            .steal_into(&mut th, true, |_| {
                 paused = true;
                 true
             })
@@ -518,26 +682,43 @@ mod tests {
         assert!(victim.is_empty());
     }
 
+    /// The consumer-side drain takes what the owner's would, in its order.
+    #[test]
+    fn steal_all_takes_runnext_then_the_ring() {
+        let q = RunQueue::new();
+        let log = Log::default();
+        let mut ts = tasks(3, &log).into_iter();
+        let mut o = owner(&q);
+        o.put(ts.next().unwrap(), false);
+        o.put(ts.next().unwrap(), false);
+        o.put(ts.next().unwrap(), true);
+        let ids: Vec<usize> = q.steal_all().into_iter().map(|t| id(t, &log)).collect();
+        assert_eq!(ids, vec![2, 0, 1]);
+        assert!(q.is_empty());
+    }
+
     /// Seed 004 in a pipeline: the owner ran the task the thief paused for
     /// and put the pipeline's next one into `runnext`; the thief leaves it.
     #[test]
     fn a_runnext_task_replaced_during_the_pause_is_left_to_the_owner() {
         let victim = RunQueue::new();
         let thief = RunQueue::new();
+        let (mut v, mut th) = (owner(&victim), owner(&thief));
         let log = Log::default();
         let mut ts = tasks(2, &log).into_iter();
-        victim.put(ts.next().unwrap(), true);
+        v.put(ts.next().unwrap(), true);
         let next = ts.next().unwrap();
         let mut ran = None;
-        let stolen = thief.steal_into(&victim, true, |v| {
-            // The owner, meanwhile: runs task 0, which readies task 1.
+        let stolen = victim.steal_into(&mut th, true, |_| {
+            // The owner, meanwhile (on its own thread in production): runs
+            // task 0, which readies task 1.
             ran = v.take_runnext().map(|t| id(t, &log));
             assert!(matches!(v.put(next, true), Put::Runnext));
             true
         });
         assert!(stolen.is_none(), "the pipeline's next task is not stolen");
         assert_eq!(ran, Some(0));
-        assert_eq!(victim.take_runnext().map(|t| id(t, &log)), Some(1));
+        assert_eq!(v.take_runnext().map(|t| id(t, &log)), Some(1));
     }
 
     #[test]
@@ -546,7 +727,7 @@ mod tests {
         {
             let q = RunQueue::new();
             for t in tasks(10, &log) {
-                q.put(t, true);
+                owner(&q).put(t, true);
             }
         }
         assert_eq!(log.dropped(), 10);

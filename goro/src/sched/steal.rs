@@ -21,9 +21,10 @@
 //!   idle thread woken for the deadline runs them.
 
 use crate::sched::backoff::{Backoff, Snooze};
-use crate::sched::machine::Machine;
+use crate::sched::machine::{self, Machine};
 use crate::sched::policy::SpinPolicy;
 use crate::sched::processor::Processor;
+use crate::sched::runq::Local;
 use crate::sched::task::Runnable;
 use crate::stats::bump;
 use std::time::Instant;
@@ -65,7 +66,7 @@ impl Machine {
                     if next <= now {
                         let q = v.timers.clone();
                         if self.run_timers(&q, now) > 0 {
-                            if let Some((t, _)) = mine.runq.get(false) {
+                            if let Some(t) = self.take_local() {
                                 found = Some(t);
                                 break 'passes;
                             }
@@ -80,10 +81,19 @@ impl Machine {
                     bump(&mine.counters.steal_attempts_last_pass, 1);
                 }
                 let mut took_runnext = false;
-                let stolen = mine.runq.steal_into(&v.runq, last, |_| {
-                    took_runnext = self.pause_before_runnext(v);
-                    took_runnext
-                });
+                // The held P leaves the context for the steal: the pause
+                // below runs in its middle, and must not reach our queue
+                // (runq.rs, "Who may call what"); with the P out of the
+                // context nothing it calls can make a second handle on it.
+                let mut held = machine::take_p().expect("goro: a thief without a P");
+                let stolen = {
+                    let mut dst: Local<'_> = held.local(&sched);
+                    v.runq.steal_into(&mut dst, last, |_| {
+                        took_runnext = self.pause_before_runnext(v, mine);
+                        took_runnext
+                    })
+                };
+                machine::set_p(held);
                 if let Some((task, n)) = stolen {
                     bump(&mine.counters.steals, n as u64);
                     crate::sched::trace::steal(&sched, victim, n);
@@ -104,13 +114,14 @@ impl Machine {
     }
 
     /// Seed 004's pause. Returns whether to go ahead and take `runnext`.
-    fn pause_before_runnext(&self, victim: &Processor) -> bool {
+    /// Runs inside a steal into `mine`'s queue: it counts on `mine`, given,
+    /// and touches no run queue as owner.
+    fn pause_before_runnext(&self, victim: &Processor, mine: &Processor) -> bool {
         let sched = &self.sched;
         let pause = sched.policy.runnext_steal_pause;
         if pause.is_zero() || victim.is_stuck() || sched.idle.is_idle(victim.id) {
             return true;
         }
-        let mine = &sched.ps[self.p()];
         bump(&mine.counters.runnext_steal_pauses, 1);
         let deadline = Instant::now() + pause;
         // Wait for the owner to take it (then the thief's grab finds the

@@ -294,17 +294,21 @@ impl Machine {
     }
 
     /// Step 1 of find-runnable: this P's due timers. One atomic load when
-    /// the P has no timers; a clock read otherwise.
-    pub(crate) fn check_own_timers(&mut self) {
+    /// the P has no timers; a clock read otherwise. Returns whether timers
+    /// ran (their wakers may have given the P away: the caller reads it
+    /// again, machine.rs's "Holding a P").
+    pub(crate) fn check_own_timers(&mut self) -> bool {
         let next = self.sched.own_timers(self.p()).next_when();
         if next == NEVER {
-            return; // the common case: one atomic load, no clock read
+            return false; // the common case: one atomic load, no clock read
         }
         let now = self.sched.now();
         if next <= now {
             let q = self.sched.own_timers(self.p()).clone();
             self.run_timers(&q, now);
+            return true;
         }
+        false
     }
 
     /// Parks as the timer sleeper if nobody else is; returns what woke us:

@@ -268,10 +268,7 @@ fn traced_here<'a>() -> Option<(&'a Sched, Option<usize>)> {
     // thread, before it returns to the scheduler.
     let (s, p) = unsafe { crate::sched::machine::current() };
     match s {
-        Some(s) => s
-            .trace
-            .on()
-            .then_some((s, (p != crate::sched::NO_P).then_some(p))),
+        Some(s) => s.trace.on().then_some((s, p)),
         None => {
             let b = BLOCKING.try_with(|b| b.get()).unwrap_or(std::ptr::null());
             // SAFETY: set by `blocking_thread` for the life of the thread's

@@ -101,7 +101,6 @@ mod loom_tests;
 pub(crate) use victim::{cycle_all, cycles};
 
 use self::core::{Found, PoolCore, Who};
-use crate::sched::NO_P;
 use crate::stats::{bump, bump_shared, Counters};
 use std::fmt;
 use std::sync::atomic::AtomicU64;
@@ -360,8 +359,8 @@ unsafe fn here<'a>() -> (Who<'a>, Counts<'a>) {
     // SAFETY: our caller drops the result before it returns to the
     // scheduler (the contract above), so the runtime stays entered.
     let (sched, p) = unsafe { crate::sched::machine::current() };
-    match sched {
-        Some(s) if p != NO_P => {
+    match (sched, p) {
+        (Some(s), Some(p)) => {
             let proc = &s.all_ps()[p];
             let ids = proc.pool.get();
             let (slot, rec) = (ids.slot, local::record_of(ids));
@@ -371,8 +370,8 @@ unsafe fn here<'a>() -> (Who<'a>, Counts<'a>) {
             // below MAX_SLOTS only.
             (unsafe { Who::owner(slot, rec) }, Counts::P(&proc.counters))
         }
-        Some(s) => (guest(), Counts::Shared(s.shared_counters())),
-        None => (guest(), Counts::None),
+        (Some(s), None) => (guest(), Counts::Shared(s.shared_counters())),
+        (None, _) => (guest(), Counts::None),
     }
 }
 
