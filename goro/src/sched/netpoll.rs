@@ -130,9 +130,7 @@ impl Machine {
         // reference-count traffic on the shared `Arc` for every poll).
         let sched = &*self.sched;
         let p = &sched.ps[pid];
-        let Some(np) = sched.netpoll.get() else {
-            return None;
-        };
+        let np = sched.netpoll.get()?;
         if !np.poll_if_due(MIN_POLL_GAP, &p.counters.netpolls, &mut self.ready) {
             return None;
         }
