@@ -27,7 +27,7 @@ pub mod procs;
 mod signal;
 mod trace_api;
 
-use crate::sched::machine::{on_worker_thread, EnterGuard};
+use crate::sched::enter::{on_worker_thread, EnterGuard};
 use crate::sched::spawn::spawn_on;
 pub use crate::sched::spawn::{spawn, spawn_named, yield_now};
 use crate::sched::task::JoinHandle;

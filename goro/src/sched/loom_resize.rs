@@ -90,7 +90,7 @@ fn loom_resize_shrink_keeps_a_timer_armed_meanwhile() {
         taken.extend(sched.ps[0].runq.steal_all());
         taken.extend(sched.ps[1].runq.steal_all());
         taken.extend(sched.global.drain());
-        crate::sched::loom_tests::each_taken_once(taken, 2, &log, "resize");
+        crate::sched::loom_runq::each_taken_once(taken, 2, &log, "resize");
         sched.drain_timers();
     });
 }

@@ -126,7 +126,7 @@ loom::thread_local! {
 
 /// Which P the context `c` holds, if any: a peek, not a borrow.
 #[inline(always)]
-fn held_id(c: &Ctx) -> Option<usize> {
+pub(crate) fn held_id(c: &Ctx) -> Option<usize> {
     // SAFETY: `Cell` hands out no reference to its content, and this module
     // makes none but this one, which ends before we return: no `&mut` to it
     // is alive. `Ctx` is this thread's own (a thread-local; `Cell` is not
@@ -581,32 +581,4 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
 #[inline(never)]
 fn no_p() -> ! {
     panic!("goro: an M in its scheduler loop without a P (scheduler bug)")
-}
-
-/// Sets the thread's runtime for the life of the guard (a `block_on` caller).
-pub(crate) struct EnterGuard {
-    prev: *const Sched,
-    _sched: Arc<Sched>,
-}
-
-impl EnterGuard {
-    pub(crate) fn enter(sched: Arc<Sched>) -> EnterGuard {
-        let prev = CTX.with(|c| c.sched.replace(Arc::as_ptr(&sched)));
-        EnterGuard {
-            prev,
-            _sched: sched,
-        }
-    }
-}
-
-impl Drop for EnterGuard {
-    fn drop(&mut self) {
-        CTX.with(|c| c.sched.set(self.prev));
-    }
-}
-
-/// True if the current thread is a worker of some runtime (it holds or may
-/// hold a P); blocking such a thread outside `block_in_place` stalls a P.
-pub(crate) fn on_worker_thread() -> bool {
-    CTX.try_with(|c| held_id(c).is_some()).unwrap_or(false)
 }

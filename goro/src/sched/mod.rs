@@ -48,6 +48,7 @@ pub(crate) mod block_on;
 pub(crate) mod blocking;
 pub(crate) mod clock;
 pub mod coop;
+pub(crate) mod enter;
 pub(crate) mod find;
 pub(crate) mod global;
 pub(crate) mod idle;
@@ -55,6 +56,8 @@ pub(crate) mod idle;
 mod loom_handoff;
 #[cfg(all(test, loom))]
 mod loom_resize;
+#[cfg(all(test, loom))]
+mod loom_runq;
 #[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod machine;
