@@ -259,7 +259,8 @@ fn loom_timer_mask_never_hides_an_idle_ps_timers() {
 // reports the deadlock: that is the failure these models look for.
 // ---------------------------------------------------------------------------
 
-use crate::sched::timer::{push, Action, Callback, TimerInner, TimerQueue, NEVER};
+use crate::sched::timer::{Action, Callback, TimerInner, NEVER};
+use crate::sched::timer_queue::{push, TimerQueue};
 
 /// The timer armed during the model (and, in the first model, the deadline
 /// the sleeper slept until before it).

@@ -145,7 +145,7 @@ pub(crate) struct Sched {
     thread_name: String,
     start: Instant,
     /// The one timer heap under `TimerPlacement::Global`.
-    global_timers: Arc<crate::sched::timer::TimerQueue>,
+    global_timers: Arc<timer_queue::TimerQueue>,
     /// The parked thread that sleeps until the earliest timer, if any.
     /// Through the loom facade: the sleeper holds it while it reads the
     /// heaps and unparks another sleeper (`become_timer_sleeper`), which
@@ -203,7 +203,7 @@ impl Sched {
             nthreads: AtomicUsize::new(0),
             thread_name,
             start: Instant::now(),
-            global_timers: crate::sched::timer::TimerQueue::new(me.clone()),
+            global_timers: timer_queue::TimerQueue::new(me.clone()),
             timer_sleeper: crate::loom::Mutex::new(None),
             sleep_until: crate::loom::AtomicU64::new(crate::sched::timer::NEVER),
             timer_rr: AtomicUsize::new(0),

@@ -11,7 +11,7 @@
 // std atomics even under loom: these are progress hints for the monitor and
 // thieves (a stale value delays or repeats a retake), not synchronization.
 use crate::sched::runq::RunQueue;
-use crate::sched::timer::TimerQueue;
+use crate::sched::timer_queue::TimerQueue;
 use crate::stats::Counters;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

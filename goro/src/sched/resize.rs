@@ -84,7 +84,8 @@
 use crate::sched::idle::HeldP;
 use crate::sched::machine::Machine;
 use crate::sched::processor::Processor;
-use crate::sched::timer::{push, NEVER};
+use crate::sched::timer::NEVER;
+use crate::sched::timer_queue::push;
 use crate::sched::Sched;
 use crate::stats::bump_shared;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

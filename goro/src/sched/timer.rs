@@ -1,4 +1,5 @@
-//! The timer state machine and the per-P timer queues (seed 001).
+//! The timer state machine; the per-P timer queues it lives on are in
+//! `timer_queue.rs` (seed 001).
 //!
 //! # Where timers live
 //!
@@ -71,7 +72,7 @@
 //!   itself is already shared, so the callback lives in it, fixed at
 //!   creation and called without the lock.
 
-pub(crate) use super::timer_queue::{push, TimerQueue};
+use super::timer_queue::TimerQueue;
 use crate::loom::Unpoison;
 use crate::loom::{AtomicU64, Mutex, MutexGuard, Ordering};
 use crate::sched::clock;
@@ -220,7 +221,7 @@ impl TimerInner {
     }
 
     /// A one-shot timer whose deadline is `when` from the start (`0`: not
-    /// armed); it still needs [`push`] for its heap entry. Saves a `set`
+    /// armed); it still needs [`push`](super::timer_queue::push) for its heap entry. Saves a `set`
     /// (a lock round trip) on paths that arm right away, such as `sleep`.
     pub(crate) fn new_at(
         action: Action,
@@ -292,7 +293,7 @@ impl TimerInner {
     /// Sets the deadline (`0`: stop) and period. Returns whether the timer
     /// was pending (armed, or with an undelivered value that this call
     /// drained, as Go 1.23 counts it) and whether it now needs a heap entry
-    /// that it lacks (the caller then calls [`push`]).
+    /// that it lacks (the caller then calls [`push`](super::timer_queue::push)).
     pub(crate) fn set(&self, when: u64, period: u64) -> (bool, bool) {
         let mut st = self.lock();
         let mut pending = st.when != 0;

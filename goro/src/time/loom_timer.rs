@@ -9,6 +9,7 @@ use crate::loom::thread;
 use crate::loom::Ordering;
 use crate::sched::clock;
 use crate::sched::timer::*;
+use crate::sched::timer_queue::{push, TimerQueue};
 use std::sync::atomic::AtomicUsize as StdCount;
 use std::sync::{Arc, Weak};
 use std::task::Waker;
