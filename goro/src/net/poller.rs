@@ -14,7 +14,7 @@
 //!   `find.rs` says why for both), polls with a zero timeout; the wakes
 //!   land at the tail of its own P's queue (see below). The poll is
 //!   skipped when nothing is registered (a runtime without sockets pays
-//!   one atomic load), when the last poll was less than [`MIN_POLL_GAP`] ago (so Ms
+//!   one atomic load), when the last poll was less than [`MIN_POLL_GAP`](crate::sched::netpoll::MIN_POLL_GAP) ago (so Ms
 //!   spinning for work do not turn into an `epoll_wait` storm), and when
 //!   another thread is inside the epoll (its lock is taken: a blocked M
 //!   delivers the events itself).
@@ -28,7 +28,7 @@
 //!   parker knows whether its M sleeps in the poller and writes the
 //!   poller's eventfd (`mio::Waker`) instead of signalling its condition
 //!   variable (`park.rs`).
-//! * **The monitor** polls when nobody has for [`SYSMON_POLL_GAP`] while
+//! * **The monitor** polls when nobody has for [`SYSMON_POLL_GAP`](crate::sched::netpoll::SYSMON_POLL_GAP) while
 //!   some P is busy (Go's sysmon does the same): a task that never yields
 //!   would otherwise hide every socket from a runtime with one P.
 //!
