@@ -31,8 +31,9 @@
 //!   same thing.
 
 use crate::net::poller::Registration;
-use crate::net::scheduled_io::{wake_all, Direction, ScheduledIo};
+use crate::net::scheduled_io::{Direction, ScheduledIo};
 use crate::sched::clock;
+use crate::sched::netpoll::wake_all;
 use crate::sched::timer::{Action, Callback, TimerInner, NEVER};
 use std::sync::{Arc, Weak};
 use std::time::Instant;

@@ -71,8 +71,9 @@
 //!   blocks": `try_lock` is that flag.
 
 use crate::loom::Unpoison;
-use crate::net::scheduled_io::{wake_all, ScheduledIo, READ, READ_CLOSED, WRITE, WRITE_CLOSED};
+use crate::net::scheduled_io::{ScheduledIo, READ, READ_CLOSED, WRITE, WRITE_CLOSED};
 use crate::sched::clock;
+use crate::sched::netpoll::wake_all;
 use crate::sched::netpoll::Netpoll;
 use crate::sched::park::PollBreak;
 use crate::sched::Sched;

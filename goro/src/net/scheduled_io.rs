@@ -229,13 +229,6 @@ impl ScheduledIo {
     }
 }
 
-/// Wakes every waker in `wakers`, leaving it empty.
-pub(crate) fn wake_all(wakers: &mut Vec<Waker>) {
-    for w in wakers.drain(..) {
-        w.wake();
-    }
-}
-
 #[cfg(all(test, loom))]
 mod loom_tests {
     //! loom models of the readiness protocol: a task's "try, clear, wait"
@@ -248,6 +241,7 @@ mod loom_tests {
     //! variable, explores them with no preemption bound.
     use super::*;
     use crate::loom::{thread, AtomicBool, AtomicUsize, Ordering};
+    use crate::sched::netpoll::wake_all;
     use std::task::Wake;
 
     /// A waker that records that it was woken.

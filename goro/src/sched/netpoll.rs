@@ -99,7 +99,9 @@ impl NetpollSlot {
     }
 }
 
-fn wake_all(wakers: &mut Vec<Waker>) {
+/// Wakes every waker in `wakers`, leaving it empty (a poll's batch, or a
+/// socket's waiters when it closes or a deadline passes).
+pub(crate) fn wake_all(wakers: &mut Vec<Waker>) {
     for w in wakers.drain(..) {
         w.wake();
     }
