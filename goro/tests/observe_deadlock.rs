@@ -157,3 +157,15 @@ fn a_bad_grace_names_the_accepted_range() {
     };
     assert!(err.to_string().contains("accepted 10ms or more"), "{err}");
 }
+
+/// A finished timeout leaves its timer armed, as the spare the next sleep
+/// reuses (`sched/timers.rs`): it wakes nobody, so it must not hide a
+/// deadlock for the hour it has left.
+#[goro::test]
+#[should_panic(expected = "likely deadlock")]
+async fn a_finished_timeouts_spare_timer_does_not_hide_a_deadlock() {
+    let r = goro::time::timeout(Duration::from_secs(3600), goro::yield_now()).await;
+    assert!(r.is_ok(), "yield_now finishes well within the hour");
+    let (_tx, rx) = chan::bounded::<u32>(0);
+    let _ = rx.recv().await;
+}

@@ -440,3 +440,41 @@ fn dropping_the_runtime_drops_armed_timers() {
         );
     });
 }
+
+/// A sleep reuses the timer a finished sleep or timeout left behind (the
+/// P's spare, `sched/timers.rs`), armed for another deadline: later (the
+/// old entry moves when it surfaces) or earlier (a new entry). Either way
+/// the sleep fires on time and never early, and the old timeout's task is
+/// not woken for it.
+#[test]
+fn sleeps_on_a_reused_timer_fire_on_time() {
+    within(Duration::from_secs(30), "reused sleep timers", || {
+        let rt = rt(1);
+        rt.block_on(async {
+            for round in 0..200u32 {
+                // Leaves an armed spare due in an hour...
+                let r = timeout(Duration::from_secs(3600), goro::yield_now()).await;
+                assert!(r.is_ok(), "round {round}: yield_now beat the hour");
+                // ...which an earlier sleep takes over.
+                let d = Duration::from_micros(200 + u64::from(round % 7) * 100);
+                let t0 = Instant::now();
+                sleep(d).await;
+                assert!(t0.elapsed() >= d, "round {round}: woke early");
+                // A later one, from a spare due sooner than it.
+                let r = timeout(Duration::from_micros(100), goro::yield_now()).await;
+                assert!(r.is_ok(), "round {round}: yield_now beat 100 µs");
+                let t0 = Instant::now();
+                sleep(Duration::from_millis(1)).await;
+                assert!(
+                    t0.elapsed() >= Duration::from_millis(1),
+                    "round {round}: woke early"
+                );
+            }
+        });
+        let s = rt.stats();
+        assert!(
+            s.timers_fired >= 400,
+            "every sleep fired from a heap: {s:?}"
+        );
+    });
+}

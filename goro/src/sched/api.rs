@@ -111,8 +111,12 @@ impl Sched {
     /// Whether nothing outside the tasks could wake one: no timer armed,
     /// no socket registered, no blocking call running.
     pub(crate) fn no_outside_wakers(&self) -> bool {
-        let timers =
-            self.global_timers.len() + self.ps.iter().map(|p| p.timers.len()).sum::<usize>();
+        // Spare sleep timers and zombies wake nobody: settle them first so
+        // that only live entries count.
+        let queues =
+            || std::iter::once(&self.global_timers).chain(self.ps.iter().map(|p| &p.timers));
+        queues().for_each(|q| q.settle());
+        let timers = queues().map(|q| q.len()).sum::<usize>();
         timers == 0 && self.netpoll.active().is_none() && !self.blocking.busy()
     }
 

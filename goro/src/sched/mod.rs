@@ -59,6 +59,8 @@ mod loom_resize;
 #[cfg(all(test, loom))]
 mod loom_runq;
 #[cfg(all(test, loom))]
+mod loom_spare;
+#[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod machine;
 pub(crate) mod netpoll;

@@ -7,10 +7,10 @@
 
 use super::clock;
 use super::machine::with_current_sched;
-use super::timer::{Action, Callback, TimerInner, NEVER};
+use super::timer::{Action, TimerInner, NEVER};
 use super::Sched;
 use crate::sched::task_meta::{blocked_on, Reason};
-use crate::sched::timers::arm_timer;
+use crate::sched::timers::{arm_timer, release_sleep_timer};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -127,16 +127,16 @@ impl Future for Sleep {
                     return Poll::Pending; // no timer can fire; nothing to arm
                 }
                 let when = self.when;
-                let t = with_runtime("sleep", |s| {
-                    s.start_timer(Action::Wake(Some(cx.waker().clone())), Callback::None, when)
-                });
+                let t = with_runtime("sleep", |s| s.start_sleep(cx.waker().clone(), when));
                 self.timer = Some(t);
             }
             Some(t) => {
                 let mut st = t.lock();
                 if st.when == 0 {
                     drop(st);
-                    self.timer = None; // fired
+                    if let Some(t) = self.timer.take() {
+                        release_sleep_timer(t); // fired
+                    }
                     return Poll::Ready(());
                 }
                 if let Action::Wake(w) = &mut st.action {
@@ -155,7 +155,7 @@ impl Future for Sleep {
 impl Drop for Sleep {
     fn drop(&mut self) {
         if let Some(t) = self.timer.take() {
-            arm_timer(&t, 0, 0);
+            release_sleep_timer(t);
         }
     }
 }

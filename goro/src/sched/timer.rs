@@ -314,6 +314,35 @@ impl TimerInner {
         (pending, !lazy)
     }
 
+    /// Readies a spare sleep timer for a new sleep: wake `waker` at `when`.
+    /// Returns whether it needs a heap entry: not when its old entry is
+    /// still live and due no later, which then surfaces, finds the later
+    /// deadline and moves (the lazy reset above).
+    pub(crate) fn rearm_sleep(&self, waker: Waker, when: u64) -> bool {
+        let mut st = self.lock();
+        let old = std::mem::replace(&mut st.action, Action::Wake(Some(waker)));
+        st.when = when;
+        let needs_push = !matches!(st.entry, Some((_, w)) if w <= when);
+        drop(st);
+        drop(old); // a waker's drop may run task code: not under the lock
+        needs_push
+    }
+
+    /// Forgets a finished sleep's waker, so that the timer, kept as a
+    /// spare while still armed, wakes nobody if it fires before its reuse.
+    /// Whether it was still armed.
+    pub(crate) fn forget_waker(&self) -> bool {
+        let mut st = self.lock();
+        let waker = match &mut st.action {
+            Action::Wake(w) => w.take(),
+            _ => None,
+        };
+        let armed = st.when != 0;
+        drop(st);
+        drop(waker);
+        armed
+    }
+
     /// Binds a channel timer to its channel (once, right after both exist).
     ///
     /// # Safety

@@ -29,6 +29,9 @@ pub(crate) struct TimerQueue {
     len: AtomicUsize,
     /// The runtime the queue belongs to.
     pub(crate) sched: Weak<Sched>,
+    /// A finished sleep's timer, kept for the next sleep armed here
+    /// (`Sched::start_sleep`, `timers.rs`).
+    spare: Mutex<Option<Arc<TimerInner>>>,
 }
 
 impl TimerQueue {
@@ -39,7 +42,41 @@ impl TimerQueue {
             zombies: AtomicUsize::new(0),
             len: AtomicUsize::new(0),
             sched,
+            spare: Mutex::new(None),
         })
+    }
+
+    /// Takes the spare sleep timer, if any.
+    pub(crate) fn take_spare(&self) -> Option<Arc<TimerInner>> {
+        self.spare.lock().unpoison().take()
+    }
+
+    /// Keeps `t` as the spare; returns the one it displaces.
+    pub(crate) fn put_spare(&self, t: Arc<TimerInner>) -> Option<Arc<TimerInner>> {
+        self.spare.lock().unpoison().replace(t)
+    }
+
+    /// Stops the spare timer and sweeps every zombie, so that `len` counts
+    /// live entries only (the deadlock check, which runs while everything
+    /// is idle).
+    pub(crate) fn settle(&self) {
+        if let Some(t) = self.take_spare() {
+            let _ = t.set(0, 0);
+        }
+        let mut heap = self.heap();
+        let mut removed = 0;
+        heap.retain(|e| {
+            // Acquire: as in `clean`.
+            let keep = e.timer.live.load(Ordering::Acquire) == e.seq;
+            removed += usize::from(!keep);
+            keep
+        });
+        let _ = self
+            .zombies
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |z| {
+                Some(z.saturating_sub(removed))
+            });
+        self.publish(&heap);
     }
 
     /// The earliest deadline (maybe a zombie's), without locking.
@@ -247,8 +284,10 @@ impl TimerQueue {
     /// Removes every entry (shutdown); the timers are dropped by the caller
     /// outside the lock.
     pub(crate) fn drain(&self) -> Vec<Arc<TimerInner>> {
+        let spare = self.take_spare();
         let mut heap = self.heap();
-        let out: Vec<_> = heap.drain().map(|e| e.timer).collect();
+        let mut out: Vec<_> = heap.drain().map(|e| e.timer).collect();
+        out.extend(spare);
         self.zombies.store(0, Ordering::Relaxed);
         self.publish(&heap);
         drop(heap);

@@ -41,6 +41,7 @@ use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::task::Waker;
 use std::time::Duration;
 
 /// Arms `t` for `when` (`0`: stops it) with `period` on the runtime of the
@@ -54,6 +55,17 @@ pub(crate) fn arm_timer(t: &Arc<TimerInner>, when: u64, period: u64) -> bool {
             None => t.set(when, period).0,
         }
     })
+}
+
+/// A sleep (or timeout) is done with its timer, fired or not: kept as the
+/// spare of the calling P's queue when the timer is this thread's
+/// runtime's, stopped otherwise.
+pub(crate) fn release_sleep_timer(t: Arc<TimerInner>) {
+    let mut t = Some(t);
+    with_current_sched(|s| s.release_sleep(&mut t));
+    if let Some(t) = t {
+        arm_timer(&t, 0, 0);
+    }
 }
 
 /// Gives `t` the heap entry it needs (a receiver parked on its channel):
@@ -127,6 +139,52 @@ impl Sched {
         self.count_timer(|c| &c.timers_armed);
         self.push_on(q, p, &t);
         t
+    }
+
+    /// Arms a sleep's timer: the queue's spare if it has one, else a new
+    /// one (`start_timer`).
+    ///
+    /// Why a spare: a timeout per operation (hyper's read-header timeout,
+    /// `timeout(d, read)` in a loop) makes a timer, arms it far out and
+    /// drops it soon after, every time: an allocation, a heap push and a
+    /// zombie each. Go keeps one timer per goroutine for `time.Sleep` for
+    /// the same reason. The spare is the last finished sleep's timer, still
+    /// armed (its waker forgotten); the next sleep on this P takes it, and
+    /// since its deadline is usually later than the old entry's, the entry
+    /// stays where it is and moves when it surfaces: no allocation and no
+    /// push.
+    pub(crate) fn start_sleep(&self, waker: Waker, when: u64) -> Arc<TimerInner> {
+        let (q, p) = self.arm_queue();
+        match q.take_spare() {
+            Some(t) => {
+                self.count_timer(|c| &c.timers_armed);
+                if t.rearm_sleep(waker, when) {
+                    self.push_on(q, p, &t);
+                }
+                t
+            }
+            None => self.start_timer(Action::Wake(Some(waker)), Callback::None, when),
+        }
+    }
+
+    /// Keeps a finished sleep's timer (taken out of `t`) as the spare of the
+    /// current P's queue, if it is this runtime's and the thread holds a P;
+    /// leaves `t` alone otherwise. The spare it displaces is stopped.
+    fn release_sleep(&self, t: &mut Option<Arc<TimerInner>>) {
+        let mine = t
+            .as_ref()
+            .is_some_and(|t| std::ptr::eq(t.home.sched.as_ptr(), self));
+        let (q, foreign) = self.arm_queue();
+        if !mine || foreign.is_some() {
+            return;
+        }
+        let t = t.take().expect("checked");
+        if t.forget_waker() {
+            self.count_timer(|c| &c.timers_stopped);
+        }
+        if let Some(old) = q.put_spare(t) {
+            let _ = old.set(0, 0);
+        }
     }
 
     pub(crate) fn push_timer(&self, t: &Arc<TimerInner>) {
