@@ -134,9 +134,10 @@ impl Future for Sleep {
                 let mut st = t.lock();
                 if st.when == 0 {
                     drop(st);
-                    if let Some(t) = self.timer.take() {
-                        release_sleep_timer(t); // fired
-                    }
+                    // Fired: not kept as a spare, which saves an allocation
+                    // but costs two lock round trips; the spare pays off by
+                    // saving the push of a sleep dropped before it fires.
+                    self.timer = None;
                     return Poll::Ready(());
                 }
                 if let Action::Wake(w) = &mut st.action {

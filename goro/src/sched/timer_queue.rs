@@ -8,7 +8,7 @@ use super::timer::{Action, Fired, TimerInner, NEVER, NO_ENTRY};
 use super::timer_heap::Heap;
 use super::Sched;
 use crate::loom::Unpoison;
-use crate::loom::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::loom::{AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use std::sync::{Arc, Weak};
 
 struct HeapItem {
@@ -32,6 +32,11 @@ pub(crate) struct TimerQueue {
     /// A finished sleep's timer, kept for the next sleep armed here
     /// (`Sched::start_sleep`, `timers.rs`).
     spare: Mutex<Option<Arc<TimerInner>>>,
+    /// Whether `spare` holds one: read without the lock, so that a sleep
+    /// on a P without a spare (every sleep of a `sleep` loop: a fired
+    /// timer is not kept) pays no lock round trip. A stale read only
+    /// misses a reuse or takes the lock for nothing.
+    has_spare: AtomicBool,
 }
 
 impl TimerQueue {
@@ -43,24 +48,33 @@ impl TimerQueue {
             len: AtomicUsize::new(0),
             sched,
             spare: Mutex::new(None),
+            has_spare: AtomicBool::new(false),
         })
     }
 
     /// Takes the spare sleep timer, if any.
     pub(crate) fn take_spare(&self) -> Option<Arc<TimerInner>> {
-        self.spare.lock().unpoison().take()
+        // Relaxed: a hint (see `has_spare`); the slot is read under its lock.
+        if !self.has_spare.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut spare = self.spare.lock().unpoison();
+        self.has_spare.store(false, Ordering::Relaxed);
+        spare.take()
     }
 
     /// Keeps `t` as the spare; returns the one it displaces.
     pub(crate) fn put_spare(&self, t: Arc<TimerInner>) -> Option<Arc<TimerInner>> {
-        self.spare.lock().unpoison().replace(t)
+        let mut spare = self.spare.lock().unpoison();
+        self.has_spare.store(true, Ordering::Relaxed);
+        spare.replace(t)
     }
 
     /// Stops the spare timer and sweeps every zombie, so that `len` counts
     /// live entries only (the deadlock check, which runs while everything
     /// is idle).
     pub(crate) fn settle(&self) {
-        if let Some(t) = self.take_spare() {
+        if let Some(t) = self.spare.lock().unpoison().take() {
             let _ = t.set(0, 0);
         }
         let mut heap = self.heap();
@@ -284,7 +298,9 @@ impl TimerQueue {
     /// Removes every entry (shutdown); the timers are dropped by the caller
     /// outside the lock.
     pub(crate) fn drain(&self) -> Vec<Arc<TimerInner>> {
-        let spare = self.take_spare();
+        // Under the lock, not by the hint: a spare left here would keep its
+        // queue alive (the timer holds its home queue).
+        let spare = self.spare.lock().unpoison().take();
         let mut heap = self.heap();
         let mut out: Vec<_> = heap.drain().map(|e| e.timer).collect();
         out.extend(spare);

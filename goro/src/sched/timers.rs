@@ -155,15 +155,20 @@ impl Sched {
     /// push.
     pub(crate) fn start_sleep(&self, waker: Waker, when: u64) -> Arc<TimerInner> {
         let (q, p) = self.arm_queue();
+        self.count_timer(|c| &c.timers_armed);
         match q.take_spare() {
             Some(t) => {
-                self.count_timer(|c| &c.timers_armed);
                 if t.rearm_sleep(waker, when) {
                     self.push_on(q, p, &t);
                 }
                 t
             }
-            None => self.start_timer(Action::Wake(Some(waker)), Callback::None, when),
+            None => {
+                let t =
+                    TimerInner::new_at(Action::Wake(Some(waker)), Callback::None, q.clone(), when);
+                self.push_on(q, p, &t);
+                t
+            }
         }
     }
 
