@@ -51,6 +51,9 @@
 //!   entry surfaces at the old time, sees the later `when`, and is re-pushed
 //!   (lazy modification). Only a reset to an *earlier* time pushes a new
 //!   entry (on the current P) and leaves the old one a zombie.
+//! * A sleep dropped before it fires is not stopped: its timer, waker
+//!   forgotten, becomes its queue's spare, and the next sleep re-arms it
+//!   as a reset would (`Sched::start_sleep` in `timers.rs`).
 //!
 //! An entry is live iff its `seq` is the timer's `live` sequence number
 //! (each orphaning bumps `seq`, so no two entries of one timer in any heaps

@@ -57,9 +57,9 @@ pub(crate) fn arm_timer(t: &Arc<TimerInner>, when: u64, period: u64) -> bool {
     })
 }
 
-/// A sleep (or timeout) is done with its timer, fired or not: kept as the
-/// spare of the calling P's queue when the timer is this thread's
-/// runtime's, stopped otherwise.
+/// A sleep (or timeout) is dropped with its timer: kept as the spare of the
+/// calling thread's P's queue when the timer is that runtime's, stopped
+/// otherwise.
 pub(crate) fn release_sleep_timer(t: Arc<TimerInner>) {
     let mut t = Some(t);
     with_current_sched(|s| s.release_sleep(&mut t));
@@ -148,8 +148,9 @@ impl Sched {
     /// `timeout(d, read)` in a loop) makes a timer, arms it far out and
     /// drops it soon after, every time: an allocation, a heap push and a
     /// zombie each. Go keeps one timer per goroutine for `time.Sleep` for
-    /// the same reason. The spare is the last finished sleep's timer, still
-    /// armed (its waker forgotten); the next sleep on this P takes it, and
+    /// the same reason. The spare is the timer of the last sleep dropped on
+    /// this P before it fired, still armed (its waker forgotten); the next
+    /// sleep on this P takes it, and
     /// since its deadline is usually later than the old entry's, the entry
     /// stays where it is and moves when it surfaces: no allocation and no
     /// push.
@@ -179,10 +180,12 @@ impl Sched {
         let mine = t
             .as_ref()
             .is_some_and(|t| std::ptr::eq(t.home.sched.as_ptr(), self));
-        let (q, foreign) = self.arm_queue();
-        if !mine || foreign.is_some() {
+        // Not after shutdown has drained the queues: a spare holds its
+        // home queue, and nothing would drain it again.
+        if !mine || current_p(self).is_none() || self.is_shutdown() {
             return;
         }
+        let (q, _) = self.arm_queue();
         let t = t.take().expect("checked");
         if t.forget_waker() {
             self.count_timer(|c| &c.timers_stopped);
