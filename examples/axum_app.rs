@@ -360,6 +360,12 @@ fn interrupted() -> Context {
 }
 
 fn main() {
+    // Tracing off, said once for the process (a real service installs its
+    // subscriber here). Without any, a crate that turns on tracing's `log`
+    // fallback (sqlx does) sends every span's entry and exit through the
+    // `log` crate: h2 enters its spans on each poll, and that was a sixth
+    // of this server's instructions per HTTP/2 request.
+    let _ = tracing::subscriber::set_global_default(tracing::subscriber::NoSubscriber::default());
     let flags = parse_flags();
     let tls = tls_config(&flags);
     let stop = interrupted(); // before the runtime's threads start

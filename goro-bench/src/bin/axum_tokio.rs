@@ -4,19 +4,27 @@
 //! rustls over TLS (ALPN `h2`, `http/1.1`; the same rustls configuration,
 //! ring provider and self-signed P-256 certificate as goro-http's).
 //!
+//! `TCP_NODELAY` is set on every connection, as Go's net/http and
+//! goro-http do; axum's and axum-server's defaults leave Nagle's algorithm
+//! on (axum documents `tap_io` for this, axum-server has
+//! `NoDelayAcceptor`). `--nagle` keeps their defaults: under h2load's 10
+//! streams per connection, Nagle merges responses into fewer packets, which
+//! the comparison of runtimes should not count for one side only.
+//!
 //! Build: `cargo build --release -p goro-bench --features http --bin axum_tokio`.
-//! Usage: `axum_tokio [--addr HOST:PORT] [--threads N] [--tls]`; prints
+//! Usage: `axum_tokio [--addr HOST:PORT] [--threads N] [--tls] [--nagle]`; prints
 //! `listening on http(s)://ADDR`, serves until killed.
 
 use axum::routing::get;
 use axum::Router;
 use std::net::SocketAddr;
 
-const USAGE: &str = "Usage: axum_tokio [--addr HOST:PORT] [--threads N] [--tls]
+const USAGE: &str = "Usage: axum_tokio [--addr HOST:PORT] [--threads N] [--tls] [--nagle]
 
   --addr HOST:PORT  where to listen (default 127.0.0.1:0; printed)
   --threads N       tokio worker threads, 1 to 4096 (default: the CPUs)
-  --tls             HTTPS with a self-signed certificate (axum-server, rustls)";
+  --tls             HTTPS with a self-signed certificate (axum-server, rustls)
+  --nagle           leave TCP_NODELAY off (axum's and axum-server's default)";
 
 fn fail(msg: impl std::fmt::Display) -> ! {
     eprintln!("axum_tokio: {msg}\n{USAGE}");
@@ -24,8 +32,11 @@ fn fail(msg: impl std::fmt::Display) -> ! {
 }
 
 fn main() {
+    // Tracing off as in goro's example (`examples/axum_app.rs` says why).
+    let _ = tracing::subscriber::set_global_default(tracing::subscriber::NoSubscriber::default());
     let mut args = std::env::args().skip(1);
-    let (mut addr, mut threads, mut tls) = ("127.0.0.1:0".to_string(), None, false);
+    let (mut addr, mut threads, mut tls, mut nagle) =
+        ("127.0.0.1:0".to_string(), None, false, false);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--addr" => {
@@ -43,6 +54,7 @@ fn main() {
                 }
             }
             "--tls" => tls = true,
+            "--nagle" => nagle = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return;
@@ -77,14 +89,28 @@ fn main() {
             .expect("TLS configuration");
             let cfg = axum_server::tls_rustls::RustlsConfig::from_config(cfg);
             println!("listening on https://{local}");
-            axum_server::from_tcp_rustls(l, cfg)
-                .serve(app.into_make_service())
-                .await
-                .expect("serve");
+            let server = axum_server::from_tcp_rustls(l, cfg);
+            let served = if nagle {
+                server.serve(app.into_make_service()).await
+            } else {
+                server
+                    .map(|a| a.acceptor(axum_server::accept::NoDelayAcceptor::new()))
+                    .serve(app.into_make_service())
+                    .await
+            };
+            served.expect("serve");
         } else {
             let l = tokio::net::TcpListener::from_std(l).expect("tokio listener");
             println!("listening on http://{local}");
-            axum::serve(l, app).await.expect("serve");
+            if nagle {
+                axum::serve(l, app).await.expect("serve");
+            } else {
+                use axum::serve::ListenerExt;
+                let l = l.tap_io(|s| {
+                    let _ = s.set_nodelay(true);
+                });
+                axum::serve(l, app).await.expect("serve");
+            }
         }
     });
 }
