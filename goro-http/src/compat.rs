@@ -46,8 +46,8 @@
 //! epoll, which wakes the goro task through its waker (a push onto a goro
 //! P's queue, and an unpark if that P sleeps). Work the client spawns
 //! with `tokio::spawn` runs on that one side thread, not on goro's Ps.
-//! `bench/results/2026-11-25-http-compat-cost.txt` measures it (see the
-//! README).
+//! `bench/results/2026-11-26-http-compat-cost-quiet.txt` measures it (see
+//! the README).
 //!
 //! Crates that need only tokio's io *traits* (tokio-rustls, h2, hyper
 //! through `goro::net::hyper`) need none of this: they run on goro's own
