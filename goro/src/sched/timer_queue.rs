@@ -29,7 +29,8 @@ pub(crate) struct TimerQueue {
     len: AtomicUsize,
     /// The runtime the queue belongs to.
     pub(crate) sched: Weak<Sched>,
-    /// A finished sleep's timer, kept for the next sleep armed here
+    /// The timer of a sleep dropped before it fired, kept for the next
+    /// sleep armed here
     /// (`Sched::start_sleep`, `timers.rs`).
     spare: Mutex<Option<Arc<TimerInner>>>,
     /// Whether `spare` holds one: read without the lock, so that a sleep
@@ -58,6 +59,11 @@ impl TimerQueue {
         if !self.has_spare.load(Ordering::Relaxed) {
             return None;
         }
+        self.take_spare_locked()
+    }
+
+    /// Takes the spare under its lock, whatever the hint says.
+    fn take_spare_locked(&self) -> Option<Arc<TimerInner>> {
         let mut spare = self.spare.lock().unpoison();
         self.has_spare.store(false, Ordering::Relaxed);
         spare.take()
@@ -74,22 +80,12 @@ impl TimerQueue {
     /// live entries only (the deadlock check, which runs while everything
     /// is idle).
     pub(crate) fn settle(&self) {
-        if let Some(t) = self.spare.lock().unpoison().take() {
+        if let Some(t) = self.take_spare_locked() {
             let _ = t.set(0, 0);
         }
         let mut heap = self.heap();
-        let mut removed = 0;
-        heap.retain(|e| {
-            // Acquire: as in `clean`.
-            let keep = e.timer.live.load(Ordering::Acquire) == e.seq;
-            removed += usize::from(!keep);
-            keep
-        });
-        let _ = self
-            .zombies
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |z| {
-                Some(z.saturating_sub(removed))
-            });
+        let removed = sweep(&mut heap);
+        self.forget_zombies(removed);
         self.publish(&heap);
     }
 
@@ -126,9 +122,6 @@ impl TimerQueue {
     /// removing a leaf needs no sift. Without it such zombies pile up until
     /// a sweep, which touches every timer in the heap (a cache miss each).
     fn clean(&self, heap: &mut Heap<HeapItem>) {
-        // Acquire: pairs with the Release stores of `live`, so the zombie
-        // count includes every entry this sees dead (see `orphan_entry`).
-        let is_live = |e: &HeapItem| e.timer.live.load(Ordering::Acquire) == e.seq;
         let mut removed = 0;
         loop {
             if heap.last().is_some_and(|e| !is_live(e)) {
@@ -142,12 +135,13 @@ impl TimerQueue {
         }
         let z = self.zombies.load(Ordering::Relaxed).saturating_sub(removed);
         if z > 0 && z * 4 > heap.len() {
-            heap.retain(|e| {
-                let keep = is_live(e);
-                removed += usize::from(!keep);
-                keep
-            });
+            removed += sweep(heap);
         }
+        self.forget_zombies(removed);
+    }
+
+    /// Takes `removed` zombies off the count.
+    fn forget_zombies(&self, removed: usize) {
         if removed > 0 {
             let _ = self
                 .zombies
@@ -156,6 +150,24 @@ impl TimerQueue {
                 });
         }
     }
+}
+
+/// Whether `e` is its timer's live entry, decided without the timer's lock.
+fn is_live(e: &HeapItem) -> bool {
+    // Acquire: pairs with the Release stores of `live`, so the zombie count
+    // includes every entry this sees dead (see `orphan_entry`).
+    e.timer.live.load(Ordering::Acquire) == e.seq
+}
+
+/// Removes every zombie from `heap`; how many.
+fn sweep(heap: &mut Heap<HeapItem>) -> usize {
+    let mut removed = 0;
+    heap.retain(|e| {
+        let keep = is_live(e);
+        removed += usize::from(!keep);
+        keep
+    });
+    removed
 }
 
 /// Makes sure `t` has a heap entry no later than its deadline if it needs
@@ -300,7 +312,7 @@ impl TimerQueue {
     pub(crate) fn drain(&self) -> Vec<Arc<TimerInner>> {
         // Under the lock, not by the hint: a spare left here would keep its
         // queue alive (the timer holds its home queue).
-        let spare = self.spare.lock().unpoison().take();
+        let spare = self.take_spare_locked();
         let mut heap = self.heap();
         let mut out: Vec<_> = heap.drain().map(|e| e.timer).collect();
         out.extend(spare);
