@@ -15,60 +15,15 @@ use std::time::{Duration, Instant};
 /// "Never": a deadline too far to represent, or no timer at all.
 pub(crate) const NEVER: u64 = u64::MAX;
 
-/// The epoch as an `Instant` (for converting deadlines) and, on Linux, as
-/// a raw `CLOCK_MONOTONIC` reading taken just after it (for [`now`]).
-struct Epoch {
-    at: Instant,
-    #[cfg(target_os = "linux")]
-    raw: u64,
-}
-
-fn epoch_record() -> &'static Epoch {
-    static EPOCH: OnceLock<Epoch> = OnceLock::new();
-    EPOCH.get_or_init(|| Epoch {
-        at: Instant::now(),
-        #[cfg(target_os = "linux")]
-        raw: raw_monotonic(),
-    })
-}
-
 fn epoch() -> Instant {
-    epoch_record().at
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds: what std's `Instant` reads on Linux,
-/// without the `Instant` arithmetic (a checked subtraction of two
-/// `timespec`s and a `u128` conversion per read, a third of the cost of a
-/// timer arm in the scheduler's loop).
-#[cfg(target_os = "linux")]
-fn raw_monotonic() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `timespec`; CLOCK_MONOTONIC exists
-    // on every Linux, so the call cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
 }
 
 /// Nanoseconds now (never 0, which means "not armed").
-///
-/// On Linux the raw reading minus the epoch's: the epoch's raw reading is
-/// taken just *after* its `Instant`, so this clock never runs ahead of
-/// `Instant`s converted by [`when_of`] (a timer can fire a few
-/// nanoseconds late, never early).
 #[inline]
 pub(crate) fn now() -> u64 {
-    #[cfg(target_os = "linux")]
-    {
-        let e = epoch_record();
-        raw_monotonic().saturating_sub(e.raw).max(1)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        (epoch().elapsed().as_nanos() as u64).max(1)
-    }
+    (epoch().elapsed().as_nanos() as u64).max(1)
 }
 
 /// The clock a moment ago, for records that need milliseconds, not
@@ -133,22 +88,6 @@ mod tests {
         let back = instant_of(when_of(t));
         let diff = if back > t { back - t } else { t - back };
         assert!(diff < Duration::from_micros(1), "{diff:?}");
-    }
-
-    /// `now` and `Instant` are the same clock: `now` is never ahead of
-    /// the `Instant` read after it, and not far behind the one before.
-    #[test]
-    fn now_agrees_with_instant() {
-        for _ in 0..1000 {
-            let before = when_of(Instant::now());
-            let n = now();
-            let after = when_of(Instant::now());
-            assert!(n <= after, "now() {n} ran ahead of Instant ({after})");
-            assert!(
-                n + 1_000_000 >= before,
-                "now() {n} lags Instant ({before}) by over 1 ms"
-            );
-        }
     }
 
     #[test]
