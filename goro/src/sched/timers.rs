@@ -142,18 +142,17 @@ impl Sched {
     }
 
     /// Arms a sleep's timer: the queue's spare if it has one, else a new
-    /// one (`start_timer`).
+    /// one.
     ///
     /// Why a spare: a timeout per operation (hyper's read-header timeout,
     /// `timeout(d, read)` in a loop) makes a timer, arms it far out and
     /// drops it soon after, every time: an allocation, a heap push and a
     /// zombie each. Go keeps one timer per goroutine for `time.Sleep` for
     /// the same reason. The spare is the timer of the last sleep dropped on
-    /// this P before it fired, still armed (its waker forgotten); the next
-    /// sleep on this P takes it, and
-    /// since its deadline is usually later than the old entry's, the entry
-    /// stays where it is and moves when it surfaces: no allocation and no
-    /// push.
+    /// this P before it fired, still armed (its waker forgotten). The next
+    /// sleep on this P takes it, and since its deadline is usually later
+    /// than the old entry's, the entry stays where it is and moves when it
+    /// surfaces: no allocation and no push.
     pub(crate) fn start_sleep(&self, waker: Waker, when: u64) -> Arc<TimerInner> {
         let (q, p) = self.arm_queue();
         self.count_timer(|c| &c.timers_armed);
