@@ -25,10 +25,10 @@ pub(crate) use loom::sync::{
 pub(crate) mod thread {
     #[cfg(loom)]
     #[allow(unused_imports)]
-    pub(crate) use loom::thread::{spawn, yield_now};
+    pub(crate) use loom::thread::{spawn, yield_now, JoinHandle};
     #[cfg(not(loom))]
     #[allow(unused_imports)]
-    pub(crate) use std::thread::{spawn, yield_now};
+    pub(crate) use std::thread::{spawn, yield_now, JoinHandle};
 }
 
 /// A hint that we are in a spin loop; a yield under loom so the model

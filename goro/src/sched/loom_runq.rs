@@ -33,6 +33,38 @@ fn run_all(tasks: impl IntoIterator<Item = Runnable>) -> usize {
     n
 }
 
+/// A thief thread stealing from `victim` into `thief_q` (`last_pass`:
+/// allowed to take `runnext`, its pause granted); returns the task it took
+/// to run, the rest of its batch staying in `thief_q`.
+fn spawn_thief(
+    victim: &Arc<RunQueue>,
+    thief_q: &Arc<RunQueue>,
+    last_pass: bool,
+) -> thread::JoinHandle<Option<Runnable>> {
+    let (v, tq) = (victim.clone(), thief_q.clone());
+    thread::spawn(move || {
+        // SAFETY: this thread is the thief queue's only producer.
+        let mut dst = unsafe { owner(&tq) };
+        v.steal_into(&mut dst, last_pass, |_| true).map(|(t, _)| t)
+    })
+}
+
+/// Ends a steal race: adds the thief's task and everything left in both
+/// queues to `taken`, then checks each of the `n` tasks was taken once.
+fn end_race(
+    mut taken: Vec<Runnable>,
+    thief: thread::JoinHandle<Option<Runnable>>,
+    mut own: Local<'_>,
+    thief_q: &RunQueue,
+    (n, log, what): (usize, &Log, &str),
+) {
+    taken.extend(thief.join().unwrap());
+    taken.extend(own.drain());
+    // SAFETY: the thief's thread has ended; its handle with it.
+    taken.extend(unsafe { owner(thief_q) }.drain());
+    each_taken_once(taken, n, log, what);
+}
+
 /// Every task pushed is run exactly once: by the owner, by the thief, or
 /// left in the queue (drained at the end). Covers runnext and its steal.
 #[test]
@@ -105,23 +137,20 @@ fn loom_runq_overflow_races_with_steal() {
         for i in 0..RING_SIZE {
             assert!(matches!(own.put(runnable(i, &log), false), Put::Ring));
         }
-        let (v, tq) = (victim.clone(), thief_q.clone());
-        let thief = thread::spawn(move || {
-            // SAFETY: this thread is the thief queue's only producer.
-            let mut dst = unsafe { owner(&tq) };
-            v.steal_into(&mut dst, false, |_| true).map(|(t, _)| t)
-        });
+        let thief = spawn_thief(&victim, &thief_q, false);
         let mut taken = Vec::new();
         for i in RING_SIZE..RING_SIZE + 2 {
             if let Put::Overflow(batch) = own.put(runnable(i, &log), false) {
                 taken.extend(batch);
             }
         }
-        taken.extend(thief.join().unwrap());
-        taken.extend(own.drain());
-        // SAFETY: the thief's thread has ended; its handle with it.
-        taken.extend(unsafe { owner(&thief_q) }.drain());
-        each_taken_once(taken, RING_SIZE + 2, &log, "overflow vs steal");
+        end_race(
+            taken,
+            thief,
+            own,
+            &thief_q,
+            (RING_SIZE + 2, &log, "overflow vs steal"),
+        );
     });
 }
 
@@ -164,23 +193,14 @@ fn loom_runq_runnext_steal_races_owner_replace_and_run() {
         // SAFETY: this thread is the victim's only producer.
         let mut own = unsafe { owner(&victim) };
         assert!(matches!(own.put(runnable(0, &log), true), Put::Runnext));
-        let (v, tq) = (victim.clone(), thief_q.clone());
-        let thief = thread::spawn(move || {
-            // SAFETY: this thread is the thief queue's only producer.
-            let mut dst = unsafe { owner(&tq) };
-            // The last pass, with the pause over (it only waits, and loom
-            // explores the owner acting at every point of the steal anyway).
-            v.steal_into(&mut dst, true, |_| true).map(|(t, _)| t)
-        });
+        // The last pass, with the pause over (it only waits, and loom
+        // explores the owner acting at every point of the steal anyway).
+        let thief = spawn_thief(&victim, &thief_q, true);
         // The running task wakes B: it goes to runnext, A (unless the thief
         // has it already) to the ring.
         let _ = own.put(runnable(1, &log), true);
         // The poll returns: the owner takes its next task.
-        let mut taken: Vec<Runnable> = own.get(false).map(|(t, _)| t).into_iter().collect();
-        taken.extend(thief.join().unwrap());
-        taken.extend(own.drain());
-        // SAFETY: the thief's thread has ended; its handle with it.
-        taken.extend(unsafe { owner(&thief_q) }.drain());
-        each_taken_once(taken, 2, &log, "runnext steal");
+        let taken: Vec<Runnable> = own.get(false).map(|(t, _)| t).into_iter().collect();
+        end_race(taken, thief, own, &thief_q, (2, &log, "runnext steal"));
     });
 }
