@@ -9,15 +9,20 @@ use goro::sync::WaitGroup;
 
 #[goro::main]
 async fn main() {
-    let mut args = std::env::args().skip(1);
-    let n: u64 = args
-        .next()
-        .map(|s| s.parse().expect("N: a positive integer"))
-        .unwrap_or(1_000_000);
-    let workers: usize = args
-        .next()
-        .map(|s| s.parse().expect("WORKERS: a positive integer"))
-        .unwrap_or(4);
+    // `Args` is not `Send`: read it in a block that ends before the first
+    // `.await` (main's body is a task, and may move between threads).
+    let (n, workers) = {
+        let mut args = std::env::args().skip(1);
+        let n: u64 = args
+            .next()
+            .map(|s| s.parse().expect("N: a positive integer"))
+            .unwrap_or(1_000_000);
+        let workers: usize = args
+            .next()
+            .map(|s| s.parse().expect("WORKERS: a positive integer"))
+            .unwrap_or(4);
+        (n, workers)
+    };
 
     let (num_tx, num_rx) = chan::bounded::<u64>(64);
     let (sq_tx, sq_rx) = chan::bounded::<u64>(64);

@@ -15,6 +15,10 @@ struct Args {
     procs: Option<Expr>,
     /// `deadlock = false` (tests only): no likely-deadlock failure.
     deadlock: Option<Expr>,
+    /// `local`: poll the body on the calling thread (`Runtime::block_on`)
+    /// instead of running it as the main task; for a body that is not
+    /// `Send`.
+    local: bool,
 }
 
 fn parse_args(args: TokenStream, test: bool) -> Result<Args, syn::Error> {
@@ -22,6 +26,7 @@ fn parse_args(args: TokenStream, test: bool) -> Result<Args, syn::Error> {
     let mut out = Args {
         procs: None,
         deadlock: None,
+        local: false,
     };
     for m in metas {
         match m {
@@ -29,12 +34,13 @@ fn parse_args(args: TokenStream, test: bool) -> Result<Args, syn::Error> {
             Meta::NameValue(nv) if test && nv.path.is_ident("deadlock") => {
                 out.deadlock = Some(nv.value)
             }
+            Meta::Path(p) if p.is_ident("local") => out.local = true,
             other => {
                 let accepted = if test {
-                    "accepted `procs = <expr>` and `deadlock = <bool>` \
+                    "accepted `procs = <expr>`, `deadlock = <bool>` and `local` \
                      (for example #[goro::test(procs = 4, deadlock = false)])"
                 } else {
-                    "accepted `procs = <expr>` (for example #[goro::main(procs = 4)])"
+                    "accepted `procs = <expr>` and `local` (for example #[goro::main(procs = 4)])"
                 };
                 return Err(syn::Error::new_spanned(
                     other,
@@ -47,7 +53,11 @@ fn parse_args(args: TokenStream, test: bool) -> Result<Args, syn::Error> {
 }
 
 fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
-    let Args { procs, deadlock } = match parse_args(args, test) {
+    let Args {
+        procs,
+        deadlock,
+        local,
+    } = match parse_args(args, test) {
         Ok(a) => a,
         Err(e) => return e.to_compile_error().into(),
     };
@@ -83,12 +93,19 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
     } else {
         quote! {}
     };
+    // The body runs as the main task (Go's main goroutine), or with
+    // `local` on the calling thread, outside every P.
+    let run = if local {
+        quote! { rt.block_on(async move #body) }
+    } else {
+        quote! { ::goro::__private::body_must_be_send_or_write_goro_main_local(&rt, async move #body) }
+    };
     quote! {
         #test_attr
         #(#attrs)*
         #vis #sig {
             let rt = #builder.build().expect("goro: failed to start the runtime");
-            rt.block_on(async move #body)
+            #run
         }
     }
     .into()

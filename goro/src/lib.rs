@@ -504,6 +504,25 @@ pub mod time;
 pub mod trace;
 
 pub use goro_macros::{main, test};
+
+/// What `#[goro::main]` and `#[goro::test]` expand to. Not a public API.
+#[doc(hidden)]
+pub mod __private {
+    use std::future::Future;
+
+    /// Runs the body as the main task ([`crate::Runtime::run`]). Its name
+    /// is the hint rustc prints under a body that is not `Send` ("required
+    /// by a bound in ..."): `#[goro::main(local)]` polls such a body on the
+    /// calling thread instead (`Runtime::block_on`).
+    #[track_caller]
+    pub fn body_must_be_send_or_write_goro_main_local<F>(rt: &crate::Runtime, body: F) -> F::Output
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        rt.run(body)
+    }
+}
 pub use runtime::deadlock::Deadlock;
 pub use runtime::dump::{Dump, TaskInfo};
 pub use runtime::{Builder, Runtime};

@@ -36,7 +36,7 @@ async fn two_tasks_waiting_on_each_others_channels() {
 }
 
 #[goro::test]
-#[should_panic(expected = "block_on caller (waitgroup)")]
+#[should_panic(expected = "the main task (waitgroup) and all 0 other tasks")]
 async fn a_lost_waitgroup_done() {
     let wg = WaitGroup::new();
     wg.add(2);
@@ -52,7 +52,7 @@ async fn a_lost_waitgroup_done() {
 }
 
 #[goro::test]
-#[should_panic(expected = "block_on caller (select)")]
+#[should_panic(expected = "the main task (select) and all 0 other tasks")]
 async fn a_select_with_no_ready_case_and_no_timer() {
     let (_tx, rx) = chan::bounded::<u32>(1);
     let (_tx2, rx2) = chan::bounded::<u32>(1);

@@ -35,7 +35,7 @@
 
 use crate::loom::Unpoison;
 use crate::runtime::dump::Dump;
-use crate::sched::task_meta::{human, State};
+use crate::sched::task_meta::{human, State, TaskId};
 use crate::sched::Sched;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
@@ -79,6 +79,9 @@ pub(crate) struct Detector {
     failure: Mutex<Option<String>>,
     /// Threads in `block_on`, to wake with a failure.
     callers: Mutex<Vec<std::thread::Thread>>,
+    /// The id of the task `Runtime::run` waits for (0: none), which the
+    /// report names as the main task rather than as the caller's join.
+    main: AtomicU64,
 }
 
 impl Detector {
@@ -88,7 +91,14 @@ impl Detector {
             grace_ns: AtomicU64::new(DEFAULT_DEADLOCK_GRACE.as_nanos() as u64),
             failure: Mutex::new(None),
             callers: Mutex::new(Vec::new()),
+            main: AtomicU64::new(0),
         }
+    }
+
+    /// `Runtime::run` waits for task `id` (`None`: it has returned).
+    pub(crate) fn set_main(&self, id: Option<TaskId>) {
+        self.main
+            .store(id.map_or(0, TaskId::as_u64), Ordering::Relaxed);
     }
 
     pub(crate) fn configure(&self, mode: Deadlock, grace: Duration) {
@@ -137,7 +147,8 @@ impl Detector {
 /// Runs the check after `idle_for` of continuous idleness (the monitor
 /// runs it once per idle period).
 pub(crate) fn check(det: &Detector, sched: &Sched, idle_for: Duration) {
-    let Some(line) = likely_deadlock(sched, idle_for) else {
+    let main = det.main.load(Ordering::Relaxed);
+    let Some(line) = likely_deadlock(sched, main, idle_for) else {
         return;
     };
     let report = format!("{line}\n{}", Dump::take(sched));
@@ -154,7 +165,9 @@ pub(crate) fn check(det: &Detector, sched: &Sched, idle_for: Duration) {
 }
 
 /// The one-line verdict, or `None` when something could still wake a task.
-fn likely_deadlock(sched: &Sched, idle_for: Duration) -> Option<String> {
+/// `main` is the id of the main task (`Runtime::run`), 0 if none: the
+/// verdict then names what it waits on, not the caller's join of it.
+fn likely_deadlock(sched: &Sched, main: u64, idle_for: Duration) -> Option<String> {
     // Everything is idle (re-checked: the monitor read it before sleeping).
     if !sched.all_idle() {
         return None;
@@ -172,18 +185,30 @@ fn likely_deadlock(sched: &Sched, idle_for: Duration) -> Option<String> {
     }
     let mut tasks = 0usize;
     let mut all_parked_on_tasks = true;
+    let mut main_reason = None;
     sched.tasks().for_each(|m| {
         tasks += 1;
         match m.get().0 {
-            State::Parked(r, _) if r.needs_a_task() => {}
+            State::Parked(r, _) if r.needs_a_task() => {
+                if m.id.as_u64() == main {
+                    main_reason = Some(r);
+                }
+            }
             _ => all_parked_on_tasks = false,
         }
     });
     if !all_parked_on_tasks {
         return None;
     }
+    let waiter = match main_reason {
+        Some(r) => {
+            tasks -= 1;
+            format!("the main task ({r}) and all {tasks} other")
+        }
+        None => format!("the block_on caller ({block_on_reason}) and all {tasks}"),
+    };
     Some(format!(
-        "goro: likely deadlock: the block_on caller ({block_on_reason}) and all {tasks} tasks have \
+        "goro: likely deadlock: {waiter} tasks have \
          been parked for {} on channels, selects, locks, wait groups or joins, with no timer armed, \
          no socket registered and no blocking call running; only a waker held outside goro \
          (another thread) could still wake them",

@@ -411,6 +411,14 @@ impl Runtime {
     /// output. The future need not be `Send`; tasks it spawns run on the
     /// runtime's workers.
     ///
+    /// The future is not a task: it runs beside the scheduler, outside
+    /// every P, and the calling thread sleeps in the kernel whenever it
+    /// waits, so each wake of it from a task is a wake of another thread
+    /// (tokio's `block_on` works the same way). For a future that waits
+    /// often on tasks (a collector, a `select!` loop, a `WaitGroup`), use
+    /// [`Runtime::run`], which runs it as the main task on a P; `block_on`
+    /// is for a future that is not `Send`, or that waits once (a join).
+    ///
     /// # Panics
     /// When called from inside a goro task (that would block a worker thread
     /// holding a P): use `.await`, [`crate::spawn`] or [`crate::block_in_place`].
@@ -456,6 +464,72 @@ impl Runtime {
                     }
                 }
             }
+        }
+    }
+
+    /// Runs `future` as this runtime's main task (Go's main goroutine) and
+    /// blocks the calling thread until it finishes; returns its output, or
+    /// resumes its panic. This is what `#[goro::main]` and `#[goro::test]`
+    /// do with their body.
+    ///
+    /// Use it rather than [`Runtime::block_on`] for a future that waits
+    /// often: the main task runs on a P like every other task, so a
+    /// channel operation with another task is a hand-off on one P (the
+    /// woken task goes to the waker's `runnext`), not a wake of the
+    /// calling thread through the kernel. A collector receiving from 8
+    /// workers on 2 cores (goro-bench `fan_in_root` against
+    /// `fan_in_blockon`) runs several times faster this way; BENCH_RESULTS.md
+    /// has the numbers. The task is named `main` in [`Runtime::dump`].
+    ///
+    /// The future must be `Send + 'static`, as for [`Runtime::spawn`]; for
+    /// one that is not, [`Runtime::block_on`] polls it on the calling
+    /// thread (`#[goro::main(local)]`).
+    ///
+    /// # Panics
+    /// When called from inside a goro task, as [`Runtime::block_on`]; and
+    /// with the main task's own panic, or if it was aborted.
+    ///
+    /// ```
+    /// let rt = goro::Runtime::builder().procs(2).build().unwrap();
+    /// let sum = rt.run(async {
+    ///     let (tx, rx) = goro::chan::bounded::<u64>(8);
+    ///     for w in 0..4 {
+    ///         let tx = tx.clone();
+    ///         goro::spawn(async move {
+    ///             for i in 0..100 {
+    ///                 tx.send(w * 100 + i).await.unwrap();
+    ///             }
+    ///         });
+    ///     }
+    ///     drop(tx);
+    ///     let mut sum = 0;
+    ///     while let Ok(v) = rx.recv().await {
+    ///         sum += v;
+    ///     }
+    ///     sum
+    /// });
+    /// assert_eq!(sum, (0..400).sum::<u64>());
+    /// ```
+    #[track_caller]
+    pub fn run<F>(&self, future: F) -> F::Output
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        if on_worker_thread() {
+            panic!(
+                "goro: Runtime::run called from inside a goro task; this would block a worker thread \
+                 holding a P. Await the future, or use goro::spawn"
+            );
+        }
+        let main = spawn_on(&self.sched, future, Some("main".into()));
+        self.deadlock.set_main(Some(main.id()));
+        let out = self.block_on(main);
+        self.deadlock.set_main(None);
+        match out {
+            Ok(v) => v,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => panic!("goro: the main task did not finish: {e}"),
         }
     }
 
