@@ -18,6 +18,18 @@ func init() {
 		register(Workload{fmt.Sprintf("chan_prodcons/cap=%d", c), "chan",
 			fmt.Sprintf("one message from P producers to P consumers over one channel of capacity %d", c), chanProdCons(c)})
 	}
+	for _, f := range []struct {
+		name, collector string
+		spawned         bool
+	}{
+		{"fan_in/main", "the benchmark goroutine (Go's main)", false},
+		{"fan_in/spawned", "a spawned goroutine", true},
+		{"fan_in/local", "the benchmark goroutine, as fan_in/main (Go has no main outside a P)", false},
+	} {
+		register(Workload{f.name, "chan",
+			fmt.Sprintf("one uint64 received by one collector from 4*P senders over one channel of capacity %d; the collector is %s", fanInCap, f.collector),
+			fanIn(f.spawned)})
+	}
 	register(
 		Workload{"select_uncontended", "chan", "one 2-case select receive plus one send, on a goroutine's own two channels of capacity 1 (P goroutines)", selectUncontended},
 		Workload{"select_contended", "chan", "one message through 2 shared unbuffered channels, P select-senders to P select-receivers", selectContended},
@@ -26,6 +38,16 @@ func init() {
 
 // chanBatch is C in Go's ChanUncontended/ChanContended: sends per burst.
 const chanBatch = 100
+
+// tasksPerP is the goroutines per P of the rows where many goroutines
+// contend for one thing (fan_in's senders here, mutex_contended's lockers
+// in sync.go): several per P, as b.SetParallelism(4) makes RunParallel
+// start 4 per P, so more are runnable than there are Ps (goro-bench's
+// TASKS_PER_P).
+const tasksPerP = 4
+
+// fanInCap is the capacity of fan_in's one channel.
+const fanInCap = 16
 
 // perWorker splits total ops over workers in whole batches; it returns the
 // batches per worker and the resulting total op count.
@@ -141,6 +163,64 @@ func chanProdCons(c int) func(b *B) {
 		b.Extra("consumers", b.Procs)
 		b.Extra("cap", c)
 	}
+}
+
+// fanIn returns fan_in/main and fan_in/local (spawned false: fanInBody in
+// the benchmark goroutine, which is the main goroutine of this program; Go
+// has no main outside a P, so fan_in/local runs the same) and
+// fan_in/spawned (the whole of fanInBody in a goroutine the benchmark
+// goroutine waits for, as goro-bench spawns the body as a task and waits
+// for it).
+func fanIn(spawned bool) func(b *B) {
+	if !spawned {
+		return fanInBody
+	}
+	return func(b *B) {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			fanInBody(b)
+		}()
+		<-done
+	}
+}
+
+// fanInBody — fan_in/main, fan_in/spawned, fan_in/local (the fan-in stage
+// of a pipeline: results gathered from workers; Go's test suite has no
+// benchmark of this shape, the nearest is BenchmarkChanProdCons with one
+// consumer).
+//
+// W = 4*P senders (tasksPerP), parked before the clock, each sending the
+// values 1..K (uint64) on ONE shared `make(chan uint64, 16)` to ONE
+// collector, the goroutine running this function, which receives W*K
+// values and sums them. K = total/W. The capacity is below W even at P=1,
+// so the senders fill the channel and block, and the collector's receives
+// wake them. Checked: the sum is W*K(K+1)/2.
+// One op = one value received.
+// Ops: 2,000,000 normal, 200,000 quick (rounded down to a multiple of W).
+func fanInBody(b *B) {
+	w := tasksPerP * b.Procs
+	k, ops := perWorker(b.Size(2_000_000, 200_000), w, 1)
+	ch := make(chan uint64, fanInCap)
+	g := newGang(w, func(int) {
+		for v := uint64(1); v <= uint64(k); v++ {
+			ch <- v
+		}
+	})
+	var sum uint64
+	b.Start()
+	g.release()
+	for i := 0; i < ops; i++ {
+		sum += <-ch
+	}
+	b.Stop()
+	g.wait()
+	if want := uint64(w) * (uint64(k) * uint64(k+1) / 2); sum != want {
+		panic(fmt.Sprintf("fan_in: sum %d, want %d", sum, want))
+	}
+	b.SetOps(ops)
+	b.Extra("senders", w)
+	b.Extra("cap", fanInCap)
 }
 
 // selectUncontended — select_uncontended (Go: BenchmarkSelectUncontended).

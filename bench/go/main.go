@@ -32,13 +32,13 @@ import (
 // Workload is one entry of the registry.
 type Workload struct {
 	Name  string     // as in goro-bench/README.md, e.g. "ring/n=100"
-	Group string     // "sched", "chan", "time", "pool", "net"
+	Group string     // "sched", "chan", "time", "pool", "sync", "net"
 	Op    string     // one line: what one op is
 	Run   func(b *B) // runs the workload once; see B for the contract
 }
 
 // groupOrder fixes the order of -list; a group not named here sorts last.
-var groupOrder = []string{"sched", "chan", "time", "pool", "net"}
+var groupOrder = []string{"sched", "chan", "time", "pool", "sync", "net"}
 
 var registry []Workload
 

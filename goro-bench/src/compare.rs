@@ -235,6 +235,14 @@ pub fn extra_meaning(workload: &str, key: &str) -> &'static str {
         (_, "new_per_op") => "pool_expensive_new: calls of the pool's new (a 1 ms sleep) per op",
         (_, "cycles_per_op") => "pool cycles per op",
         (_, "req_per_s") => "requests (echoed messages) per second over all connections",
+        (_, "nvcsw_per_op") => {
+            "voluntary context switches of the process per op: a thread that blocked in the kernel (a futex wait that slept, a park); every column"
+        }
+        (_, "parks_per_op") => "goro only: worker threads gone to sleep per op",
+        (_, "wakeups_per_op") => "goro only: sleeping worker threads woken (or started) per op",
+        (_, "spins_per_op") => {
+            "goro only: spin rounds per op of threads looking for work before parking (or waiting on a busy P's lone task)"
+        }
         (_, "server_cpu_ns_per_op") => {
             "CPU per op of the server alone: cpu ns/op minus the load generator's, which is the same code for every column"
         }

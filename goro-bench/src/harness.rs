@@ -8,8 +8,10 @@
 //! hits every contender alike and ratios within a row stay meaningful.
 //!
 //! A goro or tokio run executes on a fresh thread that calls `block_on` on
-//! the row's runtime with the body spawned as a task; the harness waits for
-//! it with a deadline. A panic (in the body or the runtime) or a timeout
+//! the row's runtime with the body spawned as a task (or, as the workload's
+//! [`Placement`] says, runs the body as the main task, `goro::Runtime::run`,
+//! or polls it in `block_on` itself); the harness waits for it with a
+//! deadline. A panic (in the body or the runtime) or a timeout
 //! ends that contender's row with one line on stderr; the rest goes on. A
 //! timed-out run's thread cannot be killed: it is left behind holding its
 //! runtime (later numbers of this process may be disturbed, and the line
@@ -20,7 +22,7 @@
 //! guarded thread; the row's end kills it.
 
 use crate::gobench::{GoBench, GoServer};
-use crate::registry::{Body, Ctx, Drive, Workload};
+use crate::registry::{Body, Ctx, Drive, Placement, Workload};
 use crate::stats;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -421,6 +423,22 @@ fn goro_extras(s: &mut Sample, before: &goro::Stats, after: &goro::Stats, procs:
         "preemptions_per_op".into(),
         d(after.preemptions, before.preemptions) / ops,
     ));
+    // Rounds of active spinning by threads looking for work (find-runnable
+    // before it parks) or waiting for a busy P's lone task (`spins`).
+    s.extra
+        .push(("spins_per_op".into(), d(after.spins, before.spins) / ops));
+}
+
+/// The per-op counter every column has: voluntary context switches of the
+/// process per op (`nvcsw` of the region's rusage: a thread that blocked in
+/// the kernel, a futex wait that slept or a park), next to goro's own
+/// `parks_per_op` and `wakeups_per_op`.
+fn per_op_counters(s: &mut Sample) {
+    let nvcsw = s.extra.iter().find(|(k, _)| k == "nvcsw").map(|(_, v)| *v);
+    if let Some(n) = nvcsw {
+        let per_op = n / s.ops.max(1) as f64;
+        s.extra.push(("nvcsw_per_op".into(), per_op));
+    }
 }
 
 fn to_sample(out: crate::registry::RunOut) -> Sample {
@@ -444,9 +462,16 @@ fn run_once(
     match state {
         State::Goro(rt, body) => {
             let (rt, body, ctx) = (rt.clone(), body.clone(), ctx.clone());
+            let placement = w.placement;
             guarded(opts.timeout, move || {
                 let s0 = rt.stats();
-                let r = rt.block_on(async move { goro::spawn(body(ctx)).await });
+                let r = match placement {
+                    Placement::Spawned => rt.block_on(async move { goro::spawn(body(ctx)).await }),
+                    // A panic in the main task resumes here (`run`), and
+                    // `guarded` reports it.
+                    Placement::Main => Ok(rt.run(body(ctx))),
+                    Placement::Local => Ok(rt.block_on(body(ctx))),
+                };
                 let s1 = rt.stats();
                 let mut s = to_sample(r.map_err(|e| e.to_string())?);
                 goro_extras(&mut s, &s0, &s1, procs);
@@ -455,8 +480,13 @@ fn run_once(
         }
         State::Tokio(rt, body) => {
             let (rt, body, ctx) = (rt.clone(), body.clone(), ctx.clone());
+            let placement = w.placement;
             guarded(opts.timeout, move || {
-                let r = rt.block_on(async move { tokio::spawn(body(ctx)).await });
+                let r = match placement {
+                    Placement::Spawned => rt.block_on(async move { tokio::spawn(body(ctx)).await }),
+                    // `#[tokio::main]`: the body polled on this thread.
+                    Placement::Main | Placement::Local => Ok(rt.block_on(body(ctx))),
+                };
                 Ok(to_sample(r.map_err(|e| e.to_string())?))
             })
         }
@@ -600,7 +630,10 @@ pub fn measure_row(
             ));
             if !matches!(states[i], State::Off) {
                 match run_once(&states[i], w, &ctx_for(c), opts, go, ui) {
-                    Ok(s) => ms[i].samples.push(s),
+                    Ok(mut s) => {
+                        per_op_counters(&mut s);
+                        ms[i].samples.push(s)
+                    }
                     Err(e) => {
                         ui.note(&format!(
                             "{} procs={procs} {}: run {} failed: {e}",

@@ -5,9 +5,10 @@
 //! the seed it measures, what one op is, the op counts (identical to the Go
 //! twin's), and one *body* per Rust runtime. A body is a function from
 //! [`Ctx`] to a future; the harness spawns that future as a task of the
-//! runtime under test (as Go's benchmark body runs in a goroutine), and the
-//! future does its own setup, brackets the measured part with a [`Meter`],
-//! tears down, and returns a [`RunOut`].
+//! runtime under test (as Go's benchmark body runs in a goroutine), unless
+//! the workload asks for another [`Placement`], and the future does its own
+//! setup, brackets the measured part with a [`Meter`], tears down, and
+//! returns a [`RunOut`].
 //!
 //! Each group lives in one file under `src/workloads/` with a `register`
 //! function; see `workloads/mod.rs` for how to add one.
@@ -146,6 +147,28 @@ impl Meter {
     }
 }
 
+/// Where the harness runs a workload's body: which future is the root of
+/// a run. Every workload but the `fan_in` rows is [`Placement::Spawned`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// A task spawned from the run thread's `block_on`, which only waits
+    /// for it: goro `rt.block_on(async { goro::spawn(body).await })`, tokio
+    /// the same with `tokio::spawn` (Go: the body in a goroutine the
+    /// benchmark goroutine waits for).
+    #[default]
+    Spawned,
+    /// The runtime's main task, as a program's `main` runs: goro
+    /// `rt.run(body)` (what `#[goro::main]` expands to: the body is a task
+    /// on the Ps); tokio `rt.block_on(body)` (what `#[tokio::main]` does:
+    /// the body is polled on the calling thread). Go: the benchmark
+    /// goroutine itself.
+    Main,
+    /// Polled on the run thread outside every P: goro `rt.block_on(body)`
+    /// (`#[goro::main(local)]`, and `#[goro::main]` before `Runtime::run`);
+    /// tokio `rt.block_on(body)`, the same program as [`Placement::Main`].
+    Local,
+}
+
 /// One workload of goro-bench/README.md.
 pub struct Workload {
     /// As in goro-bench/README.md and the Go twin's `-list`, e.g. `ring/n=100`.
@@ -171,6 +194,8 @@ pub struct Workload {
     pub go_drive: Option<Drive>,
     /// Extra metrics worth a line under the table row.
     pub show: &'static [&'static str],
+    /// Where the harness runs the body.
+    pub placement: Placement,
 }
 
 /// Wraps an async body function into a [`Body`].
@@ -201,6 +226,7 @@ impl Workload {
             go_note: None,
             go_drive: None,
             show: &[],
+            placement: Placement::Spawned,
         }
     }
     /// The seed this workload measures.
@@ -231,6 +257,11 @@ impl Workload {
     /// Always run at `p` procs.
     pub fn fixed_procs(mut self, p: usize) -> Self {
         self.fixed_procs = Some(p);
+        self
+    }
+    /// Where the harness runs the body (default [`Placement::Spawned`]).
+    pub fn placement(mut self, p: Placement) -> Self {
+        self.placement = p;
         self
     }
     /// Extras to print under the row.

@@ -35,8 +35,8 @@
 //! are not (the runs hung), async-channel's are, so that row uses
 //! async-channel (capacity 1: it has no rendezvous).
 
-use super::per_worker;
-use crate::registry::{body, Ctx, Meter, RunOut, Workload};
+use super::{per_worker, COUNTERS, TASKS_PER_P};
+use crate::registry::{body, Ctx, Meter, Placement, RunOut, Workload};
 use crate::rt::{Gang, Goro, Rt, Tokio};
 use std::fmt::Debug;
 use std::future::Future;
@@ -45,6 +45,9 @@ use std::sync::Arc;
 
 /// C in Go's ChanUncontended/ChanContended: sends per burst.
 const CHAN_BATCH: u64 = 100;
+/// The capacity of fan_in's one channel (Go: `fanInCap`).
+const FAN_IN_CAP: usize = 16;
+
 /// CallsPerSched in Go's benchmarkChanProdCons.
 const PRODCONS_BATCH: u64 = 1000;
 
@@ -75,6 +78,32 @@ pub fn register(v: &mut Vec<Workload>) {
             Workload::new(format!("chan_prodcons/cap={cap}"), "chan", format!("one message from P producers to P consumers over one channel of capacity {cap}"), (2_000_000, 200_000))
                 .goro(Ok(body(move |c| chan_prodcons::<Goro, GoroChan>(c, cap))))
                 .tokio(Ok(body(move |c| chan_prodcons::<Tokio, Kanal>(c, cap)))),
+        );
+    }
+    for (name, placement, collector) in [
+        (
+            "fan_in/main",
+            Placement::Main,
+            "the main task (goro Runtime::run; tokio block_on; Go's benchmark goroutine)",
+        ),
+        ("fan_in/spawned", Placement::Spawned, "a spawned task"),
+        (
+            "fan_in/local",
+            Placement::Local,
+            "goro's block_on outside every P (the old #[goro::main]); tokio and Go as fan_in/main",
+        ),
+    ] {
+        v.push(
+            Workload::new(
+                name,
+                "chan",
+                format!("one u64 received by one collector from 4*P senders over one channel of capacity {FAN_IN_CAP}; the collector is {collector}"),
+                (2_000_000, 200_000),
+            )
+            .placement(placement)
+            .goro(Ok(body(fan_in::<Goro>)))
+            .tokio(Ok(body(fan_in::<Tokio>)))
+            .show(COUNTERS),
         );
     }
     v.push(
@@ -282,6 +311,62 @@ async fn chan_prodcons<R: Rt, C: Mpmc>(ctx: Ctx, cap: usize) -> RunOut {
         .extra("producers", ctx.procs as f64)
         .extra("consumers", ctx.procs as f64)
         .extra("cap", cap as f64)
+}
+
+/// fan_in/main, fan_in/spawned, fan_in/local (Go: the fan-in stage of a
+/// pipeline, results gathered from workers; Go's test suite has no
+/// benchmark of this shape, the nearest is BenchmarkChanProdCons with one
+/// consumer).
+///
+/// W = 4*P senders (`TASKS_PER_P`), parked on a gang before the clock,
+/// each sending the values 1..=K (`u64`) on ONE shared channel of capacity
+/// 16 to ONE collector, the body itself, which receives W*K values and sums
+/// them. K = total/W. The capacity is below W even at P=1, so the senders
+/// fill the channel and block, and the collector's receives wake them:
+/// one op is a hand-off through a mostly full channel with a sender's wake
+/// behind it. On tokio the channel is `tokio::sync::mpsc` (one receiver).
+/// The three rows run this same body and differ only in where the
+/// collector runs ([`Placement`]): `main` as the runtime's main task (goro
+/// `Runtime::run`, as `#[goro::main]`; tokio `block_on`, as
+/// `#[tokio::main]`; Go the benchmark goroutine, which is Go's main),
+/// `spawned` as a spawned task, `local` polled by goro's `block_on` on the
+/// calling thread outside every P (`#[goro::main(local)]`, the old
+/// `#[goro::main]`; tokio's and Go's columns run their `main` program
+/// again, their only main, so the row compares the old goro main with
+/// theirs). Checked: the sum is W*K(K+1)/2.
+/// One op = one value received. Ops: 2,000,000 normal, 200,000 quick
+/// (rounded down to a multiple of W).
+async fn fan_in<R: Rt>(ctx: Ctx) -> RunOut {
+    let w = (TASKS_PER_P * ctx.procs) as u64;
+    let (k, ops) = per_worker(ctx.size(2_000_000, 200_000), w, 1);
+    let (tx, mut rx) = R::bounded::<u64>(FAN_IN_CAP);
+    let g = Gang::new::<R, _, _>(w as usize, move |_| {
+        let tx = tx.clone();
+        async move {
+            for v in 1..=k {
+                R::send(&tx, v).await.expect("fan_in: send failed");
+            }
+        }
+    })
+    .await;
+    let m = Meter::start();
+    g.release();
+    let mut sum = 0u64;
+    for _ in 0..ops {
+        sum += R::recv(&mut rx)
+            .await
+            .expect("fan_in: channel closed early");
+    }
+    let meas = m.stop();
+    g.wait().await;
+    assert_eq!(
+        sum,
+        w * (k * (k + 1) / 2),
+        "fan_in: wrong sum of the values received"
+    );
+    RunOut::new(ops, meas)
+        .extra("senders", w as f64)
+        .extra("cap", FAN_IN_CAP as f64)
 }
 
 // ---------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 //! The workloads, one file per group of goro-bench/README.md (`sched.rs`,
-//! `chan.rs`, `time.rs`, `pool.rs`, `net.rs`; goro's side of the net group
+//! `chan.rs`, `time.rs`, `pool.rs`, `sync.rs`, `net.rs`; goro's side of the net group
 //! is `net_goro.rs`; `guarantees.rs` holds the sched group's
 //! scheduling-guarantee rows: spawn_busy, wake_busy, hog, ping_pong_hog).
 //!
@@ -36,6 +36,7 @@ pub mod net;
 pub mod net_goro;
 pub mod pool;
 pub mod sched;
+pub mod sync;
 pub mod time;
 
 use crate::registry::Workload;
@@ -47,6 +48,7 @@ pub fn register(v: &mut Vec<Workload>) {
     chan::register(v);
     time::register(v);
     pool::register(v);
+    sync::register(v);
     net::register(v);
     if std::env::var_os("GORO_BENCH_FAULTS").is_some() {
         faults(v);
@@ -81,6 +83,25 @@ fn faults(v: &mut Vec<Workload>) {
             .no_go("test fault"),
     );
 }
+
+/// Tasks per P in the rows where many tasks contend for one thing
+/// (`fan_in`'s senders, `mutex_contended`'s lockers): several per P, as
+/// Go's `b.SetParallelism(4)` makes `RunParallel` start 4 goroutines per
+/// P, so that more tasks are runnable than there are Ps and a blocked one
+/// leaves others to run (Go's twin: `tasksPerP` in `bench/go/chan.go`).
+pub const TASKS_PER_P: usize = 4;
+
+/// The per-op counters the `fan_in` and `mutex_contended` rows print
+/// under the row (`.show`): every column's voluntary context switches
+/// (`nvcsw_per_op`, a thread that blocked in the kernel), and goro's
+/// threads parked, threads woken and spin rounds per op (`harness.rs`,
+/// `goro_extras`, from `Runtime::stats`). Every row's JSON has them.
+pub const COUNTERS: &[&str] = &[
+    "nvcsw_per_op",
+    "parks_per_op",
+    "wakeups_per_op",
+    "spins_per_op",
+];
 
 /// Splits `total` ops over `workers` in whole batches of `batch` (Go's
 /// `perWorker`): the batches per worker and the resulting op count.
