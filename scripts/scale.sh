@@ -31,6 +31,13 @@
 #   SCALE_QUICK    1: the quick op counts (10x fewer ops) [0]
 #   SCALE_TIMEOUT  seconds one run may take before it is abandoned [60]
 #   SCALE_IMPLS    implementations [goro,tokio,go]
+#   SCALE_POLICIES goro policies to try beside the default, separated by
+#                  `;` (GORO_POLICY syntax, e.g. "spin=bounded:0:0;
+#                  runnext_steal_pause=0us"): after each procs' main run,
+#                  goro alone runs the rows once per policy, into
+#                  scale-pP-policyN.txt/.json (the policy is the file's
+#                  first line), so one many-core run compares candidate
+#                  policies with the default on the same warm machine [none]
 #   OUT            the output folder (see above)
 set -euo pipefail
 
@@ -42,7 +49,7 @@ else
 fi
 dir=${SCALE_DIR:-$default_dir}
 
-usage() { sed -n '2,34p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,41p' "${BASH_SOURCE[0]}"; }
 
 build() {
     local root
@@ -135,6 +142,24 @@ run() {
             echo "scale.sh: procs $p: goro-bench exited $rc (see $out/scale-p$p.txt)" >&2
             failed=1
         fi
+        local n=0 pol
+        local -a pols=()
+        IFS=';' read -r -a pols <<<"${SCALE_POLICIES:-}"
+        for pol in ${pols[@]+"${pols[@]}"}; do
+            n=$((n + 1))
+            echo "scale.sh: procs $p, goro with GORO_POLICY=$pol" >&2
+            echo "GORO_POLICY=$pol" >"$out/scale-p$p-policy$n.txt"
+            set +e
+            GORO_POLICY=$pol "$dir/goro-bench" run "$rows" --procs "$p" --runs "$runs" \
+                ${quick[@]+"${quick[@]}"} --impl goro --timeout "${SCALE_TIMEOUT:-60}" \
+                --json "$out/scale-p$p-policy$n.json" 2>&1 | tee -a "$out/scale-p$p-policy$n.txt"
+            rc=${PIPESTATUS[0]}
+            set -e
+            if ((rc != 0)); then
+                echo "scale.sh: procs $p, policy '$pol': goro-bench exited $rc" >&2
+                failed=1
+            fi
+        done
     done
     # The tables alone, procs after procs: from each header to the blank
     # line before the legend.
