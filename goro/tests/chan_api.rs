@@ -50,7 +50,7 @@ fn never_is_never_ready_and_switches_a_case_off() {
     let (tx, rx) = bounded::<u8>(1);
     tx.try_send(1).unwrap();
     for enabled in [false, true] {
-        let got = goro::select! {
+        let got = goro::select_blocking! {
             recv(if enabled { &rx } else { &off }) -> v => v.ok(),
             default => None,
         };
@@ -237,7 +237,7 @@ fn temporaries_and_trailing_commas_are_accepted() {
     let (tx, rx) = bounded::<u8>(1);
     let make_rx = || rx.clone();
     tx.try_send(4).unwrap();
-    let got = goro::select! {
+    let got = goro::select_blocking! {
         recv(make_rx(),) -> v => v.unwrap(),
         send(tx.clone(), 1,) -> _ => 0,
         default => 0,

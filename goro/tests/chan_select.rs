@@ -55,12 +55,23 @@ fn select_completes_the_only_ready_send_case() {
 fn select_with_default_never_blocks() {
     let (_tx, rx) = chan::bounded::<u8>(0);
     let (tx2, _rx2) = chan::bounded::<u8>(0);
-    // No `.await` inside: `default` makes it usable in plain functions.
-    let got = goro::select! {
+    // `select_blocking!` with `default` is a plain expression: usable in
+    // plain functions.
+    let got = goro::select_blocking! {
         recv(rx) -> _ => "recv",
         send(tx2, 1) -> _ => "send",
         default => "default",
     };
+    assert_eq!(got, "default");
+    // `select!` with `default` awaits (a safe point), but never waits for a
+    // channel: it completes on its first poll outside a task.
+    let got = ready("select! with default", async {
+        goro::select! {
+            recv(rx) -> _ => "recv",
+            send(tx2, 1) -> _ => "send",
+            default => "default",
+        }
+    });
     assert_eq!(got, "default");
 }
 
@@ -68,10 +79,12 @@ fn select_with_default_never_blocks() {
 fn select_default_not_taken_when_a_case_is_ready() {
     let (tx, rx) = chan::bounded::<u8>(1);
     tx.try_send(6).unwrap();
-    let got = goro::select! {
-        recv(rx) -> m => m.ok(),
-        default => None,
-    };
+    let got = ready("select with default and a ready case", async {
+        goro::select! {
+            recv(rx) -> m => m.ok(),
+            default => None,
+        }
+    });
     assert_eq!(got, Some(6));
 }
 
@@ -84,11 +97,13 @@ fn select_send_not_chosen_does_not_consume_its_value() {
     for i in 0..200 {
         tx_ready.try_send(0).unwrap();
         let value = Tracked::new(i, &drops);
-        let sent = goro::select! {
-            send(tx, value) -> r => { r.unwrap(); true }
-            recv(rx_ready) -> m => { m.unwrap(); false }
-            default => panic!("both cases were ready"),
-        };
+        let sent = ready("select with default, both cases ready", async {
+            goro::select! {
+                send(tx, value) -> r => { r.unwrap(); true }
+                recv(rx_ready) -> m => { m.unwrap(); false }
+                default => panic!("both cases were ready"),
+            }
+        });
         if sent {
             assert_eq!(
                 rx.try_recv().map(|t| t.id).ok(),
@@ -177,8 +192,10 @@ fn select_recv_on_closed_channel_is_ready_with_err() {
     let (tx, rx) = chan::bounded::<u8>(1);
     tx.try_send(1).unwrap();
     tx.close();
-    let first = goro::select! { recv(rx) -> m => m, default => panic!("closed is ready") };
-    let second = goro::select! { recv(rx) -> m => m, default => panic!("closed is ready") };
+    let first = goro::select_blocking! { recv(rx) -> m => m, default => panic!("closed is ready") };
+    let second = ready("select! on a closed channel", async {
+        goro::select! { recv(rx) -> m => m, default => panic!("closed is ready") }
+    });
     assert_eq!(
         (first, second),
         (Ok(1), Err(RecvError)),
@@ -247,7 +264,7 @@ fn select_with_the_same_receiver_twice() {
 #[test]
 fn select_send_and_recv_on_one_rendezvous_channel_does_not_match_itself() {
     let (tx, rx) = chan::bounded::<u8>(0);
-    let got = goro::select! {
+    let got = goro::select_blocking! {
         send(tx, 1) -> _ => "send",
         recv(rx) -> _ => "recv",
         default => "default",

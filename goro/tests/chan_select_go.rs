@@ -45,7 +45,9 @@ fn idle_channels() -> (Vec<Sender<i32>>, Arc<Vec<Receiver<i32>>>) {
 /// the race Go's shape leaves to chance, made likely.
 fn took_a_case(c1: &Receiver<i32>, c2: &Receiver<i32>, idle: Option<&[Receiver<i32>]>) -> bool {
     let Some(idle) = idle else {
-        return goro::select! {
+        // A plain function (called on threads and in tasks): the
+        // non-awaiting form.
+        return goro::select_blocking! {
             recv(c1) -> _ => true,
             recv(c2) -> _ => true,
             default => false,
@@ -83,7 +85,7 @@ fn other_side(c1: &Receiver<i32>, t2: &Sender<i32>, close_c2: bool, trial: usize
     } else {
         t2.try_send(1).unwrap();
     }
-    goro::select! {
+    goro::select_blocking! {
         recv(c1) -> _ => {},
         default => {},
     }

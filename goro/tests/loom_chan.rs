@@ -431,7 +431,7 @@ fn nonblocking_select_sees_one_moment() {
         t1.try_send(1).unwrap();
         let (c1b, c2b) = (c1.clone(), c2.clone());
         let t = thread::spawn(move || {
-            goro::select! {
+            goro::select_blocking! {
                 recv(c2b) -> _ => true,
                 recv(c1b) -> _ => true,
                 default => false,
@@ -459,13 +459,13 @@ fn nonblocking_selects_in_opposite_orders_do_not_deadlock() {
         ta.try_send(1).unwrap();
         let (a2, tb2) = (a.clone(), tb.clone());
         let t = thread::spawn(move || {
-            goro::select! {
+            goro::select_blocking! {
                 recv(a2) -> v => v.unwrap(),
                 send(tb2, 2) -> r => { r.unwrap(); 0 }
                 default => 9,
             }
         });
-        let mine = goro::select! {
+        let mine = goro::select_blocking! {
             send(tb, 3) -> r => { r.unwrap(); 0 }
             recv(a) -> v => v.unwrap(),
             default => 9,

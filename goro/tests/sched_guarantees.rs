@@ -146,8 +146,10 @@ fn a_task_whose_operations_never_block_does_not_starve_its_p() {
 }
 
 /// Go's `BenchmarkPingPongHog` shape: a task polling a `select!` with a
-/// `default` arm forever beside a ping-pong, at procs 1. The hog awaits
-/// nothing but `consume_budget`, the safe point for such loops.
+/// `default` arm forever beside a ping-pong, at procs 1. The `select!` is
+/// itself a safe point (Go's shape verbatim: `chan_select_safe_point.rs`);
+/// this hog also awaits `consume_budget`, the safe point for loops of
+/// other non-blocking operations, so it spends two units per turn.
 #[test]
 fn gos_ping_pong_hog_completes_at_procs_1() {
     within(LIMIT, "PingPongHog at procs 1", || {

@@ -277,19 +277,21 @@ mod goro_side {
     /// that shape exactly).
     ///
     /// A hog task loops `select! { recv(stop) -> _ => { done.send(()); return },
-    /// default => {} }` (a select with default never waits), beside a ping-pong
-    /// over two rendezvous channels: task A does N times
-    /// `pong.send(ping.recv())`, then closes `stop` and sends on `done`; task
-    /// B does N times `ping.send(pong.recv())`, then sends on `done`. The
-    /// benchmark task starts the ball with `ping.send(true)` and waits for
-    /// `stop` to close (the measured region), then receives B's last ping
-    /// and the three `done`s. One op = one ping-pong round trip. goro's
-    /// `select!` with `default` is a plain expression, not an await, so the
-    /// hog's loop awaits `goro::coop::consume_budget()` as its safe point
-    /// (it costs a thread-local decrement until the poll's budget is spent,
-    /// then yields). Go's benchmark pins GOMAXPROCS 1 (the `--procs 1` row);
-    /// this runs at any procs. The guarantee: a task that never blocks must
-    /// not starve the tasks that share its P.
+    /// default => {} }` (a select with default never waits) and awaits
+    /// nothing else, as Go's hog, beside a ping-pong over two rendezvous
+    /// channels: task A does N times `pong.send(ping.recv())`, then closes
+    /// `stop` and sends on `done`; task B does N times
+    /// `ping.send(pong.recv())`, then sends on `done`. The benchmark task
+    /// starts the ball with `ping.send(true)` and waits for `stop` to close
+    /// (the measured region), then receives B's last ping and the three
+    /// `done`s. One op = one ping-pong round trip. The hog yields because
+    /// goro's `select!` with `default` is a safe point, as every goro
+    /// operation: it spends the poll's budget (a thread-local decrement)
+    /// and, once it is spent, yields before looking at its channels (Go
+    /// preempts the hog by time instead: sysmon's 10 ms slice). Go's
+    /// benchmark pins GOMAXPROCS 1 (the `--procs 1` row); this runs at any
+    /// procs. The guarantee: a task that never blocks must not starve the
+    /// tasks that share its P.
     /// Ops: N = 100,000 normal, 20,000 quick.
     pub async fn ping_pong_hog(ctx: Ctx) -> RunOut {
         let n = ctx.size(100_000, 20_000);
@@ -306,7 +308,6 @@ mod goro_side {
                         }
                         default => {}
                     }
-                    goro::coop::consume_budget().await;
                 }
             });
         }
@@ -350,7 +351,11 @@ mod tokio_side {
     /// ping_pong_hog: the goro shape (see there). `stop` is a
     /// `broadcast::channel` whose only sender A drops (Go's `close(stop)`,
     /// seen by the hog's `try_recv` and the benchmark task's `recv`); the
-    /// hog's safe point is `tokio::task::coop::consume_budget()`; ping, pong
+    /// hog awaits `tokio::task::coop::consume_budget()` after each look,
+    /// which neither Go's nor goro's hog has: tokio has no select with
+    /// default, and its `try_recv` is no safe point (it spends no budget
+    /// and cannot yield), so without it the hog would never yield and, on
+    /// one worker, starve the ping-pong; ping, pong
     /// and done are `mpsc::channel(1)`. With capacity 1, B's last ping lands
     /// in ping's empty buffer and B returns without waiting, so the
     /// benchmark task (which holds no receiver of ping: A owns the only one)

@@ -32,8 +32,11 @@
 //! - A recv on a closed channel is ready (with `Err(RecvError)` once drained);
 //!   a send on a closed channel is ready with `Err(SendError(v))`, giving the
 //!   value back.
-//! - With `default`, it never blocks (and needs no `.await`, so it can be
-//!   used in plain functions); without, it must be used in async code.
+//! - With `default`, it never waits for a channel; it is still a safe point
+//!   (it spends the task's budget, and yields before it looks once the
+//!   budget is spent), so `select!` awaits and must be used in async code,
+//!   with or without `default`. In a plain function, `select_blocking!`
+//!   with `default` is a plain expression.
 //! - Dropping a waiting `select!` (it is cancel-safe) removes every waiter
 //!   and loses no value, as for plain `send`/`recv`.
 //!
@@ -84,8 +87,9 @@
 //!
 //! A select with `default` is different: it must see one moment across all
 //! its channels, or it may take `default` while a case was ready all along.
-//! It is a plain function call (no `await`), so it does take every lock at
-//! once, in address order, as Go does (`try_select.rs`).
+//! Its look is a plain function call (no `await` between lock and unlock,
+//! only a budget check before it), so it does take every lock at once, in
+//! address order, as Go does (`try_select.rs`).
 //!
 //! Why completing during pass 2 is not attempted directly: that needs two
 //! claims at once (this select's signal and the counterpart's), and
@@ -165,8 +169,8 @@ pub struct RecvCase<'a, T> {
 }
 
 impl<'a, T> RecvCase<'a, T> {
-    /// A case receiving from `rx` (a `Receiver`, or a reference to one).
-    pub fn new<R: SelectRecv<Item = T> + ?Sized>(rx: &'a R) -> Self {
+    /// A case receiving from `rx` (a `Receiver`, or anything that derefs to one).
+    pub fn new<R: SelectRecv<T> + ?Sized>(rx: &'a R) -> Self {
         RecvCase {
             chan: &rx.receiver().chan,
             parked: None,
@@ -263,8 +267,8 @@ pub struct SendCase<'a, T> {
 }
 
 impl<'a, T> SendCase<'a, T> {
-    /// A case sending `value` on `tx` (a `Sender`, or a reference to one).
-    pub fn new<S: SelectSend<Item = T> + ?Sized>(tx: &'a S, value: T) -> Self {
+    /// A case sending `value` on `tx` (a `Sender`, or anything that derefs to one).
+    pub fn new<S: SelectSend<T> + ?Sized>(tx: &'a S, value: T) -> Self {
         SendCase {
             chan: &tx.sender().chan,
             value: Some(value),

@@ -2,7 +2,11 @@
 //!
 //! The macros only parse and bind; the work is done by [`Select`] (a select
 //! that may wait, `select.rs`) and `try_select` (a select with `default`,
-//! `try_select.rs`). Parsing collects the cases into
+//! `try_select.rs`). In a task, a select with `default` first awaits
+//! [`consume_budget`](crate::coop::consume_budget), before its channel
+//! expressions are evaluated: it is a safe point, as every goro operation.
+//!
+//! Parsing collects the cases into
 //! `(recv (rx) (pat) (body))` / `(send (tx) (value) (pat) (body))` groups and
 //! at most one default, `(now (body))` or `(after (timeout) (body))`. Binding
 //! then evaluates each channel expression (and send value) in source order,
@@ -19,13 +23,22 @@
 /// semantics and crossbeam-channel's syntax. See the [module docs](crate::chan::select).
 ///
 /// Cases: `recv(rx) -> pat => body` and `send(tx, value) -> pat => body`;
-/// `rx`/`tx` are expressions giving a `Receiver`/`Sender` or a reference to
-/// one (a temporary is fine), and `pat` binds a `Result<T, RecvError>` or a
-/// `Result<(), SendError<T>>`. At most one of:
+/// `rx`/`tx` are expressions giving a `Receiver`/`Sender` or anything that
+/// derefs to one (`&rx`, an `Arc<Receiver<T>>`, a `Box<Sender<T>>`, a
+/// wrapper with `Deref`, as crossbeam's; a temporary is fine), and `pat`
+/// binds a `Result<T, RecvError>` or a `Result<(), SendError<T>>`. At most
+/// one of:
 ///
 /// - `default => body`: no case is ready now, at one moment across every
-///   channel (Go's `default`); the select then never waits and needs no
-///   `.await`, so it also works in plain functions.
+///   channel (Go's `default`); the select then never waits for a channel.
+///   It is still a safe point, as in Go: it spends one unit of the task's
+///   budget, and once the budget is spent it yields before it looks at the
+///   channels ([`consume_budget`](crate::coop::consume_budget)), so a loop
+///   that spins on it (Go's `for { select { case <-stop: return; default: } }`)
+///   does not starve the tasks sharing its P. So it awaits too, and needs
+///   async code; in a plain function use
+///   [`select_blocking!`](crate::select_blocking!), whose `default` is a
+///   plain expression.
 /// - `default(timeout) => body`: no case became ready within `timeout` (a
 ///   `Duration`; crossbeam's `default(timeout)`, Go's
 ///   `case <-time.After(d):`). Uses goro's timers: in a task.
@@ -36,8 +49,8 @@
 /// (`,` between cases, a trailing one allowed) or blocks; they may `break`,
 /// `continue`, `return`, use `?` and `.await`.
 ///
-/// Without `default` the macro awaits, so it must be inside async code; on a
-/// plain thread use [`select_blocking!`](crate::select_blocking!).
+/// The macro awaits (with `default` too), so it must be inside async code;
+/// on a plain thread use [`select_blocking!`](crate::select_blocking!).
 ///
 /// ```
 /// # futures::executor::block_on(async {
@@ -96,7 +109,9 @@ macro_rules! select {
 /// [`select!`](crate::select!) for plain threads: the same cases, but a
 /// select that must wait parks the calling OS thread instead of awaiting.
 /// Needs no runtime, and `default(timeout)` needs no timers. Go code ported
-/// to threads, and crossbeam's `select!`, wait this way.
+/// to threads, and crossbeam's `select!`, wait this way. With `default` it
+/// never waits: a plain expression, usable in any function (it spends a
+/// unit of budget but cannot yield).
 ///
 /// Inside a goro task it would block the worker thread (goro hands the P to
 /// another thread while it waits, as for every `*_blocking` call); use
@@ -141,7 +156,14 @@ macro_rules! select_blocking {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __goro_select_parse {
-    // Done: dispatch on what was found.
+    // Done: dispatch on what was found. A task's select with `default` (no
+    // timeout) is a safe point first, before anything is evaluated: once
+    // the budget is spent it yields, and the select runs when the task is
+    // polled again, whole (`sched/coop.rs`).
+    (@mode [task $o:ident] @cases [$($c:tt)*] @default [(now $d:tt)] @rest []) => {{
+        $crate::coop::consume_budget().await;
+        $crate::__goro_select_bind!(@mode [task $o] @todo [$($c)*] @bound [] @default [(now $d)])
+    }};
     (@mode [$($m:tt)*] @cases [$($c:tt)*] @default [$($d:tt)*] @rest []) => {
         $crate::__goro_select_bind!(@mode [$($m)*] @todo [$($c)*] @bound [] @default [$($d)*])
     };
@@ -261,7 +283,7 @@ macro_rules! __goro_select_bind {
      @default [(now ($d:expr))]) => {{
         let ($($chan,)+) = {
             $(let mut $chan = $crate::__goro_select_bind!(@try_case $op $chan ($($v)?));)+
-            $crate::__goro_select_bind!(@try $o [$($chan)+]);
+            $crate::__goro_select_bind!(@try $w $o [$($chan)+]);
             ($($chan.into_result(),)+)
         };
         $crate::__goro_select_bind!(@run [$(($chan ($p) ($body)))+] [$d])
@@ -329,12 +351,24 @@ macro_rules! __goro_select_bind {
     (@case send $chan:ident ($v:ident)) => {
         $crate::chan::select::SendCase::new($chan, $v)
     };
-    (@try fair [$($case:ident)+]) => {
+    // A task's select spent its budget at its safe point; a thread's
+    // spends it here.
+    (@try task fair [$($case:ident)+]) => {
+        $crate::chan::try_select::try_select_at_safe_point(
+            [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
+        )
+    };
+    (@try task biased [$($case:ident)+]) => {
+        $crate::chan::try_select::try_select_biased_at_safe_point(
+            [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
+        )
+    };
+    (@try thread fair [$($case:ident)+]) => {
         $crate::chan::try_select::try_select(
             [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
         )
     };
-    (@try biased [$($case:ident)+]) => {
+    (@try thread biased [$($case:ident)+]) => {
         $crate::chan::try_select::try_select_biased(
             [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
         )

@@ -24,8 +24,20 @@
 //!
 //! The cases here hold a channel's `MutexGuard` between [`TryCase::lock`]
 //! and [`TryCase::unlock`], which makes them `!Send`; they never cross an
-//! `await` (a non-blocking select is a plain function call), so nothing
-//! needs them to be.
+//! `await` (the look itself is a plain function call), so nothing needs
+//! them to be.
+//!
+//! Budget: in a task, `select!` with `default` is a safe point. Its
+//! expansion awaits [`consume_budget`](crate::coop::consume_budget) *before*
+//! the look (and before its channel expressions are evaluated), then calls
+//! [`try_select_at_safe_point`], which spends nothing more. Before, not
+//! after: a preempted select has not started, so it is linearized at the
+//! look it makes when the task runs again, a ready case is taken then, and
+//! a select dropped while preempted (its task cancelled) has done nothing.
+//! A yield after the look would hold a taken value across the yield and
+//! lose it if the task were dropped there. `select_blocking!` with
+//! `default` stays a plain expression ([`try_select`]): it spends a unit
+//! and cannot yield.
 
 use std::ptr::NonNull;
 
@@ -79,8 +91,8 @@ pub struct TryRecvCase<'a, T> {
 }
 
 impl<'a, T> TryRecvCase<'a, T> {
-    /// A case receiving from `rx` (a `Receiver`, or a reference to one).
-    pub fn new<R: SelectRecv<Item = T> + ?Sized>(rx: &'a R) -> Self {
+    /// A case receiving from `rx` (a `Receiver`, or anything that derefs to one).
+    pub fn new<R: SelectRecv<T> + ?Sized>(rx: &'a R) -> Self {
         TryRecvCase {
             chan: &rx.receiver().chan,
             held: None,
@@ -152,8 +164,8 @@ pub struct TrySendCase<'a, T> {
 }
 
 impl<'a, T> TrySendCase<'a, T> {
-    /// A case sending `value` on `tx` (a `Sender`, or a reference to one).
-    pub fn new<S: SelectSend<Item = T> + ?Sized>(tx: &'a S, value: T) -> Self {
+    /// A case sending `value` on `tx` (a `Sender`, or anything that derefs to one).
+    pub fn new<S: SelectSend<T> + ?Sized>(tx: &'a S, value: T) -> Self {
         TrySendCase {
             chan: &tx.sender().chan,
             value: Some(value),
@@ -217,15 +229,38 @@ impl<T> TryCase for TrySendCase<'_, T> {
 /// let mut case = TryRecvCase::new(&rx);
 /// assert_eq!(try_select([&mut case]), None);
 /// ```
+/// Spends one unit of budget (it cannot yield: a task yields at its next
+/// awaited operation); `select_blocking!`'s form.
 #[doc(hidden)]
 pub fn try_select<const N: usize>(cases: [&mut (dyn TryCase + '_); N]) -> Option<usize> {
+    crate::sched::coop::spend();
     select_in(cases, poll_order::<N>())
 }
 
 /// [`try_select`] looking at the cases in source order: the first ready one
-/// wins (`select! { biased; ... }`).
+/// wins (`select_blocking! { biased; ... }`).
 #[doc(hidden)]
 pub fn try_select_biased<const N: usize>(cases: [&mut (dyn TryCase + '_); N]) -> Option<usize> {
+    crate::sched::coop::spend();
+    select_in(cases, std::array::from_fn(|i| i))
+}
+
+/// [`try_select`] for a caller that already spent its unit of budget at a
+/// safe point (a task's `select!` awaits `consume_budget` first): spends
+/// nothing.
+#[doc(hidden)]
+pub fn try_select_at_safe_point<const N: usize>(
+    cases: [&mut (dyn TryCase + '_); N],
+) -> Option<usize> {
+    select_in(cases, poll_order::<N>())
+}
+
+/// [`try_select_biased`] after a safe point (`select! { biased; ... }`):
+/// spends nothing.
+#[doc(hidden)]
+pub fn try_select_biased_at_safe_point<const N: usize>(
+    cases: [&mut (dyn TryCase + '_); N],
+) -> Option<usize> {
     select_in(cases, std::array::from_fn(|i| i))
 }
 
@@ -233,9 +268,6 @@ fn select_in<const N: usize>(
     mut cases: [&mut (dyn TryCase + '_); N],
     order: [usize; N],
 ) -> Option<usize> {
-    // Cannot yield (it is not async): it spends budget, and the task yields
-    // at its next awaited operation (`sched/coop.rs`).
-    crate::sched::coop::spend();
     for c in cases.iter() {
         c.before_lock();
     }

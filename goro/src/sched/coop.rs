@@ -25,9 +25,13 @@
 //! The size is [`Policy::preempt`](crate::Policy::preempt).
 //!
 //! Non-blocking operations that return a value at once (`try_send`,
-//! `try_recv`, `select!` with a `default` arm) are plain functions: they
-//! cannot return `Pending`, so they only *spend* budget, and the task yields
-//! at its next awaited operation. A loop made only of them (or of pure
+//! `try_recv`, `select_blocking!` with a `default` arm) are plain
+//! functions: they cannot return `Pending`, so they only *spend* budget,
+//! and the task yields at its next awaited operation. `select!` with a
+//! `default` arm is the exception: Go's `for { select { ...; default: } }`
+//! loops are common and await nothing else, so in a task it awaits
+//! [`consume_budget`] before it looks at its channels, and such a loop
+//! yields as Go's preempts. A loop made only of plain ones (or of pure
 //! computation) awaits nothing and cannot be preempted by any Rust runtime;
 //! [`consume_budget`] is the safe point to put in such a loop, and
 //! [`crate::block_in_place`] the answer for a poll that must block. The
@@ -110,10 +114,10 @@ pub(crate) fn spend() {
 /// is gone (tokio's `task::coop::consume_budget`). Costs a thread-local
 /// decrement otherwise.
 ///
-/// A loop of non-blocking operations (`try_recv`, `select!` with
-/// `default`) never awaits, so no runtime can preempt it; this makes it
-/// preemptible without yielding on every turn as [`crate::yield_now`]
-/// would:
+/// A loop of non-blocking operations (`try_recv`, pure computation) never
+/// awaits, so no runtime can preempt it; this makes it preemptible without
+/// yielding on every turn as [`crate::yield_now`] would (`select!` with
+/// `default` already awaits it):
 ///
 /// ```
 /// let rt = goro::Runtime::builder().procs(1).build().unwrap();
@@ -122,9 +126,9 @@ pub(crate) fn spend() {
 ///     let hog = goro::spawn(async move {
 ///         let mut spins = 0u64;
 ///         loop {
-///             goro::select! {
-///                 recv(stop_rx) -> _ => return spins,
-///                 default => spins += 1,
+///             match stop_rx.try_recv() {
+///                 Err(goro::chan::TryRecvError::Empty) => spins += 1,
+///                 _ => return spins,
 ///             }
 ///             goro::coop::consume_budget().await;
 ///         }
