@@ -8,6 +8,8 @@
 //! | `golang.org/x/sync/semaphore.Weighted` | [`Semaphore`] | FIFO: a large waiter at the head is not overtaken |
 //! | `sync.OnceValue` | [`OnceCell`] | async initializer; another waiter takes over if it is cancelled |
 //! | `sync.Pool` | [`Pool`] | per-P caches with a victim cache (seed 003); never blocks, so no async form |
+//! | `golang.org/x/sync/errgroup.Group` | [`ErrGroup`] | first error cancels the group's context; a member's panic is resumed by `wait` |
+//! | `golang.org/x/sync/singleflight.Group` | [`SingleFlight`] | the shared call runs in a task of its own: a dropped caller does not fail the others |
 //!
 //! Every primitive is a future-returning method for tasks plus a `*_blocking`
 //! twin for plain threads (the twin parks the calling thread, so inside a
@@ -33,18 +35,22 @@
 //! every path; a slab of slots reuses its memory, needs no `unsafe`, and a
 //! wait that never blocks allocates nothing either way.
 
+mod errgroup;
 mod mutex;
 mod once_cell;
 pub mod pool;
 mod rwlock;
 mod semaphore;
+mod singleflight;
 mod waitgroup;
 
+pub use errgroup::ErrGroup;
 pub use mutex::{LockFuture, Mutex, MutexGuard};
 pub use once_cell::OnceCell;
 pub use pool::{pool_cycle, Pool};
 pub use rwlock::{ReadFuture, RwLock, RwLockReadGuard, RwLockWriteGuard, WriteFuture};
 pub use semaphore::{AcquireFuture, Semaphore, SemaphorePermit};
+pub use singleflight::{SingleFlight, SingleFlightError};
 pub use waitgroup::{WaitFuture, WaitGroup};
 
 use std::task::Waker;
