@@ -476,10 +476,10 @@ impl Runtime {
     /// often: the main task runs on a P like every other task, so a
     /// channel operation with another task is a hand-off on one P (the
     /// woken task goes to the waker's `runnext`), not a wake of the
-    /// calling thread through the kernel. A collector receiving from 8
-    /// workers on 2 cores (goro-bench `fan_in_root` against
-    /// `fan_in_blockon`) runs several times faster this way; BENCH_RESULTS.md
-    /// has the numbers. The task is named `main` in [`Runtime::dump`].
+    /// calling thread through the kernel. A collector fed by 4 senders
+    /// per P at procs 1 (goro-bench `fan_in/main` against `fan_in/local`)
+    /// costs 50 ns per value this way and 500 ns polled by `block_on`
+    /// (BENCH_RESULTS.md). The task is named `main` in [`Runtime::dump`].
     ///
     /// The future must be `Send + 'static`, as for [`Runtime::spawn`]; for
     /// one that is not, [`Runtime::block_on`] polls it on the calling
