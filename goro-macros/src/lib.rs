@@ -1,10 +1,19 @@
 //! `#[goro::main]` and `#[goro::test]`: run an `async fn` on a goro runtime.
 //!
-//! Both accept an optional `procs = N` argument (default: `GORO_PROCS` or
-//! the available parallelism for `main`, 2 for tests so that stealing is
-//! exercised even on one core). A test's runtime fails the test with the
-//! task dump on a likely deadlock (`goro::Deadlock::Fail`, after a second
-//! of everything parked); `#[goro::test(deadlock = false)]` turns that off.
+//! The body runs as the runtime's main task (`Runtime::run`, Go's main
+//! goroutine), so it must be `Send`; `local` polls it on the calling
+//! thread instead (`Runtime::block_on`). Arguments:
+//!
+//! * `procs = N` (default: `GORO_PROCS` or the available parallelism for
+//!   `main`, 2 for tests so that stealing is exercised even on one core);
+//! * `deadlock = false`: no likely-deadlock check. Otherwise a test fails
+//!   with the task dump (`goro::Deadlock::Fail`, after a second of
+//!   everything parked) and a `main` prints the report and exits with
+//!   status 2, as Go does (`goro::Deadlock::Exit`, after half a second);
+//! * `panic = exit` (`main` only): a task that panics with nobody joining
+//!   it ends the process with status 2, as in Go (`goro::UnjoinedPanic`);
+//!   `panic = continue` is the default;
+//! * `local`.
 
 use proc_macro::TokenStream;
 use quote::quote;
@@ -13,8 +22,10 @@ use syn::{parse_macro_input, punctuated::Punctuated, Expr, ItemFn, Meta, Token};
 
 struct Args {
     procs: Option<Expr>,
-    /// `deadlock = false` (tests only): no likely-deadlock failure.
+    /// `deadlock = false`: no likely-deadlock failure (tests) or exit (main).
     deadlock: Option<Expr>,
+    /// `panic = exit | continue` (main only): `goro::UnjoinedPanic`.
+    panic: Option<syn::Ident>,
     /// `local`: poll the body on the calling thread (`Runtime::block_on`)
     /// instead of running it as the main task; for a body that is not
     /// `Send`.
@@ -26,13 +37,30 @@ fn parse_args(args: TokenStream, test: bool) -> Result<Args, syn::Error> {
     let mut out = Args {
         procs: None,
         deadlock: None,
+        panic: None,
         local: false,
     };
     for m in metas {
         match m {
             Meta::NameValue(nv) if nv.path.is_ident("procs") => out.procs = Some(nv.value),
-            Meta::NameValue(nv) if test && nv.path.is_ident("deadlock") => {
-                out.deadlock = Some(nv.value)
+            Meta::NameValue(nv) if nv.path.is_ident("deadlock") => out.deadlock = Some(nv.value),
+            Meta::NameValue(nv) if !test && nv.path.is_ident("panic") => {
+                let policy = match &nv.value {
+                    Expr::Path(p) if p.path.is_ident("exit") || p.path.is_ident("continue") => {
+                        p.path.get_ident().cloned()
+                    }
+                    _ => None,
+                };
+                match policy {
+                    Some(id) => out.panic = Some(id),
+                    None => {
+                        return Err(syn::Error::new_spanned(
+                            nv.value,
+                            "`panic` takes `exit` (Go: a task's unjoined panic ends the process \
+                             with status 2) or `continue` (the default)",
+                        ))
+                    }
+                }
             }
             Meta::Path(p) if p.is_ident("local") => out.local = true,
             other => {
@@ -40,7 +68,8 @@ fn parse_args(args: TokenStream, test: bool) -> Result<Args, syn::Error> {
                     "accepted `procs = <expr>`, `deadlock = <bool>` and `local` \
                      (for example #[goro::test(procs = 4, deadlock = false)])"
                 } else {
-                    "accepted `procs = <expr>` and `local` (for example #[goro::main(procs = 4)])"
+                    "accepted `procs = <expr>`, `deadlock = <bool>`, `panic = exit|continue` \
+                     and `local` (for example #[goro::main(procs = 4, panic = exit)])"
                 };
                 return Err(syn::Error::new_spanned(
                     other,
@@ -56,6 +85,7 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
     let Args {
         procs,
         deadlock,
+        panic,
         local,
     } = match parse_args(args, test) {
         Ok(a) => a,
@@ -77,13 +107,26 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
         (None, true) => quote! { ::goro::Runtime::builder().procs(2) },
         (None, false) => quote! { ::goro::Runtime::builder() },
     };
-    // Tests fail on a likely deadlock unless `deadlock = false`.
-    let builder = match (test, deadlock) {
-        (false, _) => builder,
-        (true, None) => quote! { #builder.deadlock(::goro::Deadlock::Fail) },
-        (true, Some(on)) => quote! {
-            #builder.deadlock(if #on { ::goro::Deadlock::Fail } else { ::goro::Deadlock::Off })
+    // A likely deadlock fails a test, and ends a main with status 2 after
+    // half a second (Go: at once), unless `deadlock = false`.
+    let (on_deadlock, grace) = if test {
+        (quote! { ::goro::Deadlock::Fail }, quote! {})
+    } else {
+        (
+            quote! { ::goro::Deadlock::Exit },
+            quote! { .deadlock_grace(::std::time::Duration::from_millis(500)) },
+        )
+    };
+    let builder = match deadlock {
+        None => quote! { #builder.deadlock(#on_deadlock) #grace },
+        Some(on) => quote! {
+            #builder.deadlock(if #on { #on_deadlock } else { ::goro::Deadlock::Off }) #grace
         },
+    };
+    let builder = match panic {
+        Some(p) if p == "exit" => quote! { #builder.unjoined_panic(::goro::UnjoinedPanic::Exit) },
+        Some(_) => quote! { #builder.unjoined_panic(::goro::UnjoinedPanic::Continue) },
+        None => builder,
     };
     let attrs = &f.attrs;
     let vis = &f.vis;

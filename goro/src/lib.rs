@@ -531,6 +531,7 @@ pub use sched::policy::{Policy, PolicyError, Preempt, RunnextWake, SpinPolicy, T
 pub use sched::spawn::{spawn, spawn_named, yield_now};
 pub use sched::task::{JoinError, JoinHandle};
 pub use sched::task_meta::{Reason as WaitReason, State as TaskState, TaskId};
+pub use sched::unjoined::UnjoinedPanic;
 pub use stats::Stats;
 
 /// The README's Rust examples, compiled and run as doc tests so that the

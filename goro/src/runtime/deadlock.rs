@@ -27,7 +27,9 @@
 //! stderr once per idle period and changes nothing else; [`Deadlock::Fail`]
 //! makes `block_on` panic with it, which is what `#[goro::test]` uses (a
 //! deadlocked test fails in a second with the dump instead of hanging until
-//! the harness's timeout). Off by default outside tests.
+//! the harness's timeout); [`Deadlock::Exit`] prints it and ends the
+//! process with status 2, as Go does, which is what `#[goro::main]` uses
+//! (with a grace of half a second). Off for a runtime built by hand.
 //!
 //! The check costs nothing while tasks run: it lives in the monitor's idle
 //! branch, and with the report off the monitor sleeps exactly as before (no
@@ -45,13 +47,17 @@ use std::time::Duration;
 /// `runtime::deadlock`; `Builder::deadlock`, `GORO_DEADLOCK`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Deadlock {
-    /// No check (the default outside `#[goro::test]`).
+    /// No check (the default of a runtime built by hand).
     #[default]
     Off,
     /// Print the report and the task dump to stderr, once per idle period.
     Report,
     /// Make the `block_on` caller panic with the report (`#[goro::test]`).
     Fail,
+    /// Print the report and the task dump to stderr and end the process
+    /// with exit status 2, as Go's `fatal error: all goroutines are asleep
+    /// - deadlock!` does (`#[goro::main]`).
+    Exit,
 }
 
 impl Deadlock {
@@ -61,8 +67,9 @@ impl Deadlock {
             "off" | "0" => Ok(Deadlock::Off),
             "report" | "1" => Ok(Deadlock::Report),
             "fail" => Ok(Deadlock::Fail),
+            "exit" => Ok(Deadlock::Exit),
             _ => Err(format!(
-                "GORO_DEADLOCK='{v}' is invalid: accepted off, report or fail"
+                "GORO_DEADLOCK='{v}' is invalid: accepted off, report, fail or exit"
             )),
         }
     }
@@ -114,6 +121,7 @@ impl Detector {
         match self.mode.load(Ordering::Relaxed) {
             1 => Deadlock::Report,
             2 => Deadlock::Fail,
+            3 => Deadlock::Exit,
             _ => Deadlock::Off,
         }
     }
@@ -155,6 +163,16 @@ pub(crate) fn check(det: &Detector, sched: &Sched, idle_for: Duration) {
     match det.mode() {
         Deadlock::Off => {}
         Deadlock::Report => eprintln!("{report}"),
+        Deadlock::Exit => {
+            eprintln!(
+                "fatal error: all tasks are asleep - deadlock!\n{report}\n\
+                 goro: exiting with status 2 (Deadlock::Exit, the default of #[goro::main]). \
+                 If a thread outside goro was about to wake a task, run its work with \
+                 goro::spawn_blocking, or turn the check off: #[goro::main(deadlock = false)] \
+                 or GORO_DEADLOCK=off."
+            );
+            std::process::exit(2);
+        }
         Deadlock::Fail => {
             *det.failure.lock().unpoison() = Some(report);
             for t in det.callers.lock().unpoison().iter() {

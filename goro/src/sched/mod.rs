@@ -83,6 +83,7 @@ pub(crate) mod timer_heap;
 pub(crate) mod timer_queue;
 pub(crate) mod timers;
 pub(crate) mod trace;
+pub(crate) mod unjoined;
 
 use crate::loom::{fence, AtomicBool, AtomicUsize, Ordering};
 use crate::stats::{bump, bump_shared, Counters, Stats};

@@ -230,7 +230,9 @@ impl<F> Drop for TaskFuture<F> {
 /// A task's result as async-task stores it. Dropping it (a detached task's
 /// output, an aborted finished task's) catches a panic in the value's
 /// `Drop`: async-task drops outputs under `abort_on_panic`, which would
-/// take the whole process down. The hook has reported the panic.
+/// take the whole process down. The hook has reported the panic. A task's
+/// own panic dropped here was never joined (`unjoined.rs`); `abort` takes
+/// a finished task's output out first, so discarding it is not that.
 pub(crate) struct TaskOutput<T>(Option<Result<T, JoinError>>);
 
 impl<T> TaskOutput<T> {
@@ -242,7 +244,11 @@ impl<T> TaskOutput<T> {
 impl<T> Drop for TaskOutput<T> {
     fn drop(&mut self) {
         if let Some(v) = self.0.take() {
+            let unseen_panic = matches!(v, Err(JoinError::Panic(_)));
             drop_quietly(v);
+            if unseen_panic {
+                crate::sched::unjoined::dropped_unseen();
+            }
         }
     }
 }
@@ -372,7 +378,18 @@ impl<T> JoinHandle<T> {
                 Slot::Returned | Slot::Aborted => return,
             }
         };
-        drop(task);
+        if let Slot::Running(mut task) = task {
+            // A finished task's output is discarded on purpose: take it out
+            // (a finished task is ready at once), so that a panic in it does
+            // not count as one nobody joined.
+            if task.is_finished() {
+                let mut cx = Context::from_waker(Waker::noop());
+                if let Poll::Ready(Some(out)) = Pin::new(&mut task).poll(&mut cx) {
+                    drop_quietly(out.into_inner());
+                }
+            }
+            drop(task);
+        }
     }
 
     /// True if the task has finished (completed, panicked or been cancelled).

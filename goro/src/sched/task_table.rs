@@ -156,6 +156,13 @@ impl TaskTable {
         }
     }
 
+    /// How many tasks are live, one shard's lock at a time (so a count
+    /// taken while tasks spawn and exit on other Ps is approximate, as Go's
+    /// `NumGoroutine` is).
+    pub(crate) fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().live).sum()
+    }
+
     /// Calls `f` for every live task, one shard's lock at a time.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&TaskMeta)) {
         for shard in self.shards.iter() {

@@ -1,0 +1,314 @@
+//! [`Builder`]: a runtime's settings, from the caller and from the
+//! environment (`GORO_PROCS`, `GORO_POLICY`, `GORO_DEADLOCK`, `GORO_PANIC`,
+//! ...), checked and turned into a started [`Runtime`]. Every malformed
+//! value is an `InvalidInput` error that names it and the accepted form.
+
+use super::deadlock::{self, Deadlock, Detector};
+use super::policy::Policy;
+use super::{monitor, procs, signal, Runtime};
+use crate::sched::{Sched, MAX_PROCS};
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Builds a [`Runtime`] with chosen settings.
+///
+/// ```
+/// let rt = goro::Runtime::builder()
+///     .procs(2)
+///     .policy(goro::Policy::default())
+///     .thread_name("worker")
+///     .build()
+///     .unwrap();
+/// assert_eq!(rt.procs(), 2);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Builder {
+    procs: Option<usize>,
+    policy: Option<Policy>,
+    thread_name: Option<String>,
+    pool_cycle: Option<Duration>,
+    measure_find_cpu: bool,
+    deadlock: Option<Deadlock>,
+    deadlock_grace: Option<Duration>,
+    unjoined_panic: Option<crate::UnjoinedPanic>,
+    update_procs: Option<bool>,
+}
+
+/// Default interval between pool cycles (Go cycles pools at every GC).
+pub const DEFAULT_POOL_CYCLE: Duration = Duration::from_secs(1);
+
+impl Builder {
+    /// The number of Ps: how many tasks run in parallel (Go's `GOMAXPROCS`).
+    /// Default: `GORO_PROCS`, else the machine's parallelism: the smaller
+    /// of the CPU affinity count and the cgroup CPU limit, rounded up
+    /// (see [`procs::MachineProcs`]). Accepted: `1..=4096`; anything else
+    /// makes `build` fail. [`Runtime::set_procs`] changes it later.
+    pub fn procs(mut self, n: usize) -> Builder {
+        self.procs = Some(n);
+        self
+    }
+
+    /// The scheduler policy (default: [`Policy::default`]). `GORO_POLICY`,
+    /// when set, overrides fields on top of it.
+    pub fn policy(mut self, p: Policy) -> Builder {
+        self.policy = Some(p);
+        self
+    }
+
+    /// Prefix of worker thread names (default `goro`). A name with a NUL
+    /// byte makes `build` fail (threads cannot be named so).
+    pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
+        self.thread_name = Some(name.into());
+        self
+    }
+
+    /// How often this runtime's monitor cycles every [`crate::sync::Pool`]
+    /// (seed 003; Go does it at every garbage collection). Default 1 s;
+    /// zero makes `build` fail. The monitor cycles only while some pool may
+    /// hold values, and at most twice while the runtime is idle; see
+    /// [`crate::sync::pool_cycle`] for what a cycle does. An interval too
+    /// large for `Instant` means "never" (as for timers).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = goro::Runtime::builder().pool_cycle(Duration::from_millis(100)).build().unwrap();
+    /// # drop(rt);
+    /// assert!(goro::Runtime::builder().pool_cycle(Duration::ZERO).build().is_err());
+    /// ```
+    pub fn pool_cycle(mut self, interval: Duration) -> Builder {
+        self.pool_cycle = Some(interval);
+        self
+    }
+
+    /// What to do about a likely deadlock: every task and the `block_on`
+    /// future parked on one another, with nothing else that could wake
+    /// them (see [`Deadlock`] and the module docs of
+    /// [`runtime::deadlock`](crate::runtime::deadlock)). Default: `Off`, or
+    /// `GORO_DEADLOCK` (`off`, `report`, `fail`, `exit`), which overrides
+    /// this setting when set. `#[goro::test]` sets `Fail`, `#[goro::main]`
+    /// `Exit`.
+    ///
+    /// ```
+    /// let rt = goro::Runtime::builder()
+    ///     .deadlock(goro::Deadlock::Report)
+    ///     .deadlock_grace(std::time::Duration::from_millis(500))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn deadlock(mut self, mode: Deadlock) -> Builder {
+        self.deadlock = Some(mode);
+        self
+    }
+
+    /// What happens when a task panics and nobody joins it (its
+    /// `JoinHandle` was dropped): [`UnjoinedPanic::Continue`] (the default:
+    /// the panic hook has printed the message, the program goes on, as with
+    /// Rust's threads and tokio) or [`UnjoinedPanic::Exit`] (exit status 2,
+    /// as a goroutine's panic ends a Go program). Process-wide: the last
+    /// runtime built sets it. `GORO_PANIC` (`continue`, `exit`) overrides
+    /// it when set. `#[goro::main(panic = exit)]` sets `Exit`.
+    ///
+    /// [`UnjoinedPanic::Continue`]: crate::UnjoinedPanic::Continue
+    /// [`UnjoinedPanic::Exit`]: crate::UnjoinedPanic::Exit
+    ///
+    /// ```
+    /// let rt = goro::Runtime::builder()
+    ///     .unjoined_panic(goro::UnjoinedPanic::Continue)
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(rt);
+    /// ```
+    pub fn unjoined_panic(mut self, policy: crate::UnjoinedPanic) -> Builder {
+        self.unjoined_panic = Some(policy);
+        self
+    }
+
+    /// How long everything must stay parked before the deadlock check
+    /// reports (default 1 s). Accepted: 10 ms or more.
+    pub fn deadlock_grace(mut self, grace: Duration) -> Builder {
+        self.deadlock_grace = Some(grace);
+        self
+    }
+
+    /// Whether the monitor follows the machine's CPU limit, resizing when
+    /// it changes (default: on, unless `GORO_UPDATE_PROCS=0`). It applies
+    /// only when the number of Ps came from the machine (not from
+    /// [`Builder::procs`] or `GORO_PROCS`), and stops at the first
+    /// [`Runtime::set_procs`]. The limit is re-read about once a second,
+    /// and only while the runtime has work (see [`procs`]).
+    ///
+    /// ```
+    /// let rt = goro::Runtime::builder().update_procs(false).build().unwrap();
+    /// assert!(!rt.follows_procs());
+    /// ```
+    pub fn update_procs(mut self, on: bool) -> Builder {
+        self.update_procs = Some(on);
+        self
+    }
+
+    /// Counts the thread CPU time of find-runnable's slow path in
+    /// `Stats::find_cpu_ns` (two `CLOCK_THREAD_CPUTIME_ID` reads per
+    /// search, a few hundred ns; off by default, when no clock is read).
+    /// For goro-bench's seed 002 measures; not a stable interface.
+    #[doc(hidden)]
+    pub fn measure_find_cpu(mut self, on: bool) -> Builder {
+        self.measure_find_cpu = on;
+        self
+    }
+
+    /// Starts the runtime. Fails with `InvalidInput` on a bad setting or a
+    /// malformed environment variable, naming it and the accepted form.
+    pub fn build(self) -> io::Result<Runtime> {
+        let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
+        let (procs, source) = match self.procs {
+            Some(n) => (n, procs::ProcsSource::Builder),
+            None => procs_from_env().map_err(invalid)?,
+        };
+        let update_procs = match self.update_procs {
+            Some(on) => on,
+            None => update_procs_from_env().map_err(invalid)?,
+        };
+        if !(1..=MAX_PROCS).contains(&procs) {
+            return Err(invalid(format!(
+                "goro: procs({procs}) is out of range: accepted 1..={MAX_PROCS}"
+            )));
+        }
+        let policy = self.policy.unwrap_or_default();
+        policy
+            .validate()
+            .map_err(|e| invalid(format!("goro: {e}")))?;
+        let policy = match std::env::var("GORO_POLICY") {
+            Ok(spec) => policy
+                .with_overrides(&spec)
+                .map_err(|e| invalid(e.to_string()))?,
+            Err(std::env::VarError::NotPresent) => policy,
+            Err(_) => return Err(invalid("GORO_POLICY is not valid UTF-8".into())),
+        };
+        let schedtrace = schedtrace_from_env().map_err(invalid)?;
+        let pool_cycle = self.pool_cycle.unwrap_or(DEFAULT_POOL_CYCLE);
+        if pool_cycle.is_zero() {
+            return Err(invalid(
+                "goro: pool_cycle(0ns) is out of range: accepted a duration greater than zero"
+                    .into(),
+            ));
+        }
+        let thread_name = self.thread_name.unwrap_or_else(|| "goro".into());
+        // std panics when it names a thread with an interior NUL: say so
+        // here, before any thread is started.
+        if thread_name.contains('\0') {
+            return Err(invalid(format!(
+                "goro: thread_name({thread_name:?}) contains a NUL byte: accepted a string without NUL bytes"
+            )));
+        }
+        let sched = Sched::new(
+            procs,
+            policy,
+            thread_name,
+            schedtrace,
+            pool_cycle,
+            self.measure_find_cpu,
+        );
+        sched.init_idle();
+        let deadlock = match std::env::var("GORO_DEADLOCK") {
+            Ok(v) => Deadlock::parse(&v).map_err(invalid)?,
+            Err(std::env::VarError::NotPresent) => self.deadlock.unwrap_or_default(),
+            Err(_) => {
+                return Err(invalid(
+                    "GORO_DEADLOCK is not valid UTF-8: accepted off, report, fail or exit".into(),
+                ))
+            }
+        };
+        match std::env::var("GORO_PANIC") {
+            Ok(v) => crate::sched::unjoined::set(crate::UnjoinedPanic::parse(&v).map_err(invalid)?),
+            Err(std::env::VarError::NotPresent) => {
+                if let Some(p) = self.unjoined_panic {
+                    crate::sched::unjoined::set(p);
+                }
+            }
+            Err(_) => {
+                return Err(invalid(
+                    "GORO_PANIC is not valid UTF-8: accepted continue or exit".into(),
+                ))
+            }
+        }
+        let grace = self
+            .deadlock_grace
+            .unwrap_or(deadlock::DEFAULT_DEADLOCK_GRACE);
+        if grace < Duration::from_millis(10) {
+            return Err(invalid(format!(
+                "goro: deadlock_grace({grace:?}) is out of range: accepted 10ms or more"
+            )));
+        }
+        let detector = Arc::new(Detector::new());
+        detector.configure(deadlock, grace);
+        match std::env::var("GORO_DUMP_SIGNAL") {
+            Ok(v) => signal::register(&sched, signal::parse(&v).map_err(invalid)?)?,
+            Err(std::env::VarError::NotPresent) => {}
+            Err(_) => {
+                return Err(invalid(
+                    "GORO_DUMP_SIGNAL is not valid UTF-8: accepted SIGQUIT, SIGUSR1 or SIGUSR2"
+                        .into(),
+                ))
+            }
+        }
+        let follow = update_procs && matches!(source, procs::ProcsSource::Machine(_));
+        sched.set_follow_procs(follow);
+        crate::sched::trace::from_env(&sched)?;
+        sched.start_monitor(Box::new(monitor::RuntimeHooks::new(detector.clone())))?;
+        Ok(Runtime {
+            sched,
+            deadlock: detector,
+            source,
+        })
+    }
+}
+
+fn procs_from_env() -> Result<(usize, procs::ProcsSource), String> {
+    match std::env::var("GORO_PROCS") {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_PROCS).contains(&n) => Ok((n, procs::ProcsSource::Env)),
+            _ => Err(format!(
+                "GORO_PROCS='{v}' is invalid: accepted an integer in 1..={MAX_PROCS}"
+            )),
+        },
+        Err(std::env::VarError::NotPresent) => {
+            let m = procs::MachineProcs::read(std::path::Path::new("/"));
+            Ok((m.procs(), procs::ProcsSource::Machine(m)))
+        }
+        Err(_) => Err(format!(
+            "GORO_PROCS is not valid UTF-8: accepted an integer in 1..={MAX_PROCS}"
+        )),
+    }
+}
+
+fn update_procs_from_env() -> Result<bool, String> {
+    match std::env::var("GORO_UPDATE_PROCS") {
+        Ok(v) => match v.trim() {
+            "0" => Ok(false),
+            "1" => Ok(true),
+            _ => Err(format!(
+                "GORO_UPDATE_PROCS='{v}' is invalid: accepted 0 (do not follow the CPU limit) or 1"
+            )),
+        },
+        Err(std::env::VarError::NotPresent) => Ok(true),
+        Err(_) => Err("GORO_UPDATE_PROCS is not valid UTF-8: accepted 0 or 1".into()),
+    }
+}
+
+fn schedtrace_from_env() -> Result<Option<Duration>, String> {
+    match std::env::var("GORO_SCHEDTRACE") {
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(0) => Ok(None),
+            Ok(ms) => Ok(Some(Duration::from_millis(ms))),
+            Err(_) => Err(format!(
+                "GORO_SCHEDTRACE='{v}' is invalid: accepted a number of milliseconds (0 = off)"
+            )),
+        },
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(_) => {
+            Err("GORO_SCHEDTRACE is not valid UTF-8: accepted a number of milliseconds".into())
+        }
+    }
+}
