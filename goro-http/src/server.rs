@@ -346,21 +346,22 @@ impl Server {
             let accept = listener.accept_with_backoff(|e, delay| {
                 eprintln!("goro_http: accept error: {e}; retrying in {delay:?}");
             });
-            // The stop first: with connections arriving back to back the
-            // accept is always ready, and a shutdown must still be seen.
-            match race(stopped.recv(), accept).await {
+            // The stop first (`biased;`): with connections arriving back to
+            // back the accept is always ready, and a shutdown must be seen
+            // at once. A pending accept is dropped when the stop wins.
+            let accepted = goro::select! {
+                biased;
                 // Stop accepting; the listener closes as it drops.
-                Either::Left(_) => return Ok(()),
-                Either::Right(Ok((stream, _peer))) => {
-                    let conn = Conn {
-                        server: self.inner.clone(),
-                        service: service.clone(),
-                        _alive: alive.clone(),
-                    };
-                    drop(goro::spawn(conn.run(stream)));
-                }
-                Either::Right(Err(e)) => return Err(e),
-            }
+                recv(stopped) -> _ => return Ok(()),
+                await(accept) -> res => res,
+            };
+            let (stream, _peer) = accepted?;
+            let conn = Conn {
+                server: self.inner.clone(),
+                service: service.clone(),
+                _alive: alive.clone(),
+            };
+            drop(goro::spawn(conn.run(stream)));
         }
     }
 
@@ -376,9 +377,10 @@ impl Server {
     pub async fn shutdown(&self, ctx: &Context) -> Result<(), ContextError> {
         self.inner.stop_cancel.cancel();
         drop(self.inner.alive.lock().unwrap().take());
-        match race(self.inner.alive_rx.recv(), ctx.done().recv()).await {
-            Either::Left(_) => Ok(()),
-            Either::Right(_) => {
+        goro::select! {
+            biased;
+            recv(self.inner.alive_rx) -> _ => Ok(()),
+            recv(ctx.done()) -> _ => {
                 self.inner.kill_cancel.cancel();
                 let _ = self.inner.alive_rx.recv().await;
                 Err(ctx.err().unwrap_or(ContextError::Canceled))
@@ -460,13 +462,15 @@ where
                         None => handshake.await,
                     }
                 };
-                let tls = match race(handshake, server.stop.done().recv()).await {
-                    Either::Left(Ok(tls)) => tls,
+                let tls = goro::select! {
+                    biased;
+                    await(handshake) -> res => res.ok(),
+                    recv(server.stop.done()) -> _ => None,
+                };
+                let Some(tls) = tls else {
                     // A failed or timed-out handshake, or shutdown.
-                    _ => {
-                        let _ = state.stream.shutdown(std::net::Shutdown::Both);
-                        return;
-                    }
+                    let _ = state.stream.shutdown(std::net::Shutdown::Both);
+                    return;
                 };
                 let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
                 let builder = if h2 { &server.h2 } else { &server.h1 };
@@ -665,22 +669,4 @@ impl<B: http_body::Body> http_body::Body for TrackedBody<B> {
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
     }
-}
-
-enum Either<A, B> {
-    Left(A),
-    Right(B),
-}
-
-/// Whichever of `a` and `b` finishes first (`a` if both are ready).
-async fn race<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Output> {
-    let mut a = pin!(a);
-    let mut b = pin!(b);
-    poll_fn(|cx: &mut TaskContext<'_>| {
-        if let Poll::Ready(v) = a.as_mut().poll(cx) {
-            return Poll::Ready(Either::Left(v));
-        }
-        b.as_mut().poll(cx).map(Either::Right)
-    })
-    .await
 }

@@ -1,6 +1,6 @@
 //! `select!`'s compile errors teach: a value that is not a channel is named
 //! by its type, with what to pass instead (`timer.rx()`,
-//! `goro::time::after(d)`, spawning a future), and a malformed case lists
+//! `goro::time::after(d)`, an `await(fut)` case), and a malformed case lists
 //! the accepted forms. (rustc points both at the whole `select!`: an error
 //! inside another crate's macro is reported at the call.) Cases in `tests/ui/select/`, expected errors beside
 //! them (regenerate after a toolchain update as `tests/must_use.rs` says).

@@ -78,6 +78,7 @@ mod lock;
 mod receiver;
 pub mod select;
 mod select_arg;
+mod select_future;
 mod select_macro;
 mod sender;
 mod signal;

@@ -1,4 +1,5 @@
-//! `select!`: wait on several channel operations, complete exactly one.
+//! `select!`: wait on several channel operations (and futures), complete
+//! exactly one.
 //!
 //! ```
 //! # futures::executor::block_on(async {
@@ -39,6 +40,12 @@
 //!   with `default` is a plain expression.
 //! - Dropping a waiting `select!` (it is cancel-safe) removes every waiter
 //!   and loses no value, as for plain `send`/`recv`.
+//! - `await(future) -> out => ...` races any future against the channel
+//!   cases, in the same random choice; a losing future is dropped, as in
+//!   `tokio::select!`. A future case is a [`Case`] that parks on nothing:
+//!   it is polled in pass 1, and a parked select that has futures withdraws
+//!   (aborts its signal) before it polls them again, so that a channel
+//!   never completes in the same poll as a future (`select_future.rs`).
 //!
 //! # Protocol
 //!
@@ -99,9 +106,11 @@
 //!
 //! # Rejected
 //!
-//! - Polling each case as an independent future (tokio's `select!`): the
-//!   losers' operations may already have happened (a receive that took a
-//!   value), which is exactly what Go's select guarantees never happens.
+//! - Polling each channel case as an independent future (tokio's
+//!   `select!`): the losers' operations may already have happened (a
+//!   receive that took a value), which is exactly what Go's select
+//!   guarantees never happens. (A user's future *is* polled that way, in
+//!   an `await` case: it is the future's own `Drop` that must undo it.)
 //! - Choosing the first ready case in source order: starves later cases.
 //! - Evaluating send values lazily (crossbeam evaluates the message only for
 //!   the chosen case): impossible once parked, since the receiver that
@@ -125,18 +134,21 @@ use crate::loom::Arc;
 /// How many times one poll may abort and retry before yielding.
 const MAX_RETRIES: u32 = 4;
 
-mod sealed {
+pub(super) mod sealed {
     pub trait Sealed {}
 }
 
 pub use super::select_arg::{recv_chan, send_chan, SelectRecv, SelectSend};
+pub use super::select_future::FutureCase;
 
 /// One case of a `select!`, as driven by [`Select`]. Implemented only by
-/// [`RecvCase`] and [`SendCase`]; used by the macro's expansion.
+/// [`RecvCase`], [`SendCase`] and [`FutureCase`]; used by the macro's
+/// expansion.
 #[doc(hidden)]
 pub trait Case: sealed::Sealed + Send {
-    /// Pass 1: completes the operation if it is ready, storing the result.
-    fn try_now(&mut self) -> bool;
+    /// Pass 1: completes the operation if it is ready, storing the result
+    /// (a future case polls its future with `cx`).
+    fn try_now(&mut self, cx: &mut Context<'_>) -> bool;
     /// Pass 2: `true` if the case is ready after all (nothing enqueued),
     /// else enqueues a waiter for case `index` of `signal`.
     fn register(&mut self, signal: &Arc<Signal>, index: usize) -> bool;
@@ -187,7 +199,7 @@ impl<'a, T> RecvCase<'a, T> {
 impl<T> sealed::Sealed for RecvCase<'_, T> {}
 
 impl<T: Send> Case for RecvCase<'_, T> {
-    fn try_now(&mut self) -> bool {
+    fn try_now(&mut self, _cx: &mut Context<'_>) -> bool {
         self.chan.timer_run();
         let mut inner = self.chan.lock();
         match self.chan.recv_locked(&mut inner, None) {
@@ -287,7 +299,7 @@ impl<'a, T> SendCase<'a, T> {
 impl<T> sealed::Sealed for SendCase<'_, T> {}
 
 impl<T: Send> Case for SendCase<'_, T> {
-    fn try_now(&mut self) -> bool {
+    fn try_now(&mut self, _cx: &mut Context<'_>) -> bool {
         let v = self
             .value
             .take()
@@ -405,6 +417,9 @@ pub struct Select<'a, const N: usize> {
     biased: bool,
     /// The waker the parked signal holds.
     waker: WakerId,
+    /// Some case is a future (`await(..)`): a parked select polled again
+    /// withdraws and polls its futures (`select_future.rs`).
+    futures: bool,
     done: bool,
 }
 
@@ -416,6 +431,7 @@ impl<'a, const N: usize> Select<'a, N> {
             signal: None,
             biased: false,
             waker: WakerId::UNUSED,
+            futures: false,
             done: false,
         }
     }
@@ -426,6 +442,16 @@ impl<'a, const N: usize> Select<'a, N> {
         let mut select = Select::new(cases);
         select.biased = true;
         select
+    }
+
+    /// Marks a select with [`FutureCase`]s (the macro knows it when it
+    /// expands): polled again while parked, it withdraws its channel
+    /// waiters and polls its futures. A select of channels only must not
+    /// be marked, and one with futures must be, or a ready future would
+    /// not be seen until a channel completes.
+    pub fn with_futures(mut self) -> Self {
+        self.futures = true;
+        self
     }
 
     /// Withdraws a select that was given up (a `default(timeout)` that
@@ -475,12 +501,16 @@ impl<const N: usize> Future for Select<'_, N> {
             return Poll::Pending;
         }
         let mut retries = 0;
+        // Parked during this poll: its futures were polled just before.
+        let mut parked_now = false;
         loop {
             // 4. Woken (or checking right after parking).
             if let Some(signal) = &this.signal {
                 let won = match signal.done_case() {
                     Some(won) => won,
-                    None if WakerId::of(cx.waker()) == this.waker => {
+                    None if WakerId::of(cx.waker()) == this.waker
+                        && (parked_now || !this.futures) =>
+                    {
                         // A select of no case (`select! {}`) waits forever.
                         let reason = if N == 0 {
                             Reason::Forever
@@ -493,7 +523,11 @@ impl<const N: usize> Future for Select<'_, N> {
                     // Polled with another waker than the one registered: the
                     // signal is shared by several channels, so it cannot be
                     // swapped under one lock. Withdraw and register again,
-                    // unless a case won meanwhile.
+                    // unless a case won meanwhile. Also a select with
+                    // futures, polled again (maybe a future woke it): it
+                    // withdraws first, so that no channel can complete
+                    // while its futures are polled in pass 1
+                    // (`select_future.rs`).
                     None => match this.cancel() {
                         Some(won) => return Poll::Ready(won),
                         None => continue,
@@ -512,7 +546,7 @@ impl<const N: usize> Future for Select<'_, N> {
             } else {
                 poll_order::<N>()
             };
-            if let Some(i) = order.iter().copied().find(|&i| this.cases[i].try_now()) {
+            if let Some(i) = order.iter().copied().find(|&i| this.cases[i].try_now(cx)) {
                 this.done = true;
                 return Poll::Ready(i);
             }
@@ -522,6 +556,7 @@ impl<const N: usize> Future for Select<'_, N> {
             this.waker = WakerId::of(cx.waker());
             let became_ready = order.iter().any(|&i| this.cases[i].register(&signal, i));
             this.signal = Some(signal);
+            parked_now = true;
             if !became_ready {
                 continue; // to 4: maybe completed while we were enqueueing
             }

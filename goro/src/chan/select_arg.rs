@@ -39,7 +39,7 @@ impl<D: Deref + ?Sized> sealed::Sealed for D {}
     label = "not a channel receiver",
     note = "for a `Timer` or `Ticker`, pass its channel: `recv(timer.rx())`",
     note = "for a timeout, add `recv(goro::time::after(d))` or a `default(d) => ...` arm",
-    note = "`select!` waits on channels, as Go's does; to wait on a future, spawn it and receive its result on a channel"
+    note = "to wait on a future, use a future case: `await(future) -> output => ...`"
 )]
 pub trait SelectRecv<T>: sealed::Sealed {
     /// The receiver itself.
@@ -68,7 +68,7 @@ where
 #[diagnostic::on_unimplemented(
     message = "`select!`'s `send(..)` takes a `goro::chan::Sender`, not `{Self}`",
     label = "not a channel sender",
-    note = "`select!` waits on channels, as Go's does: `send(tx, value) -> res => ...`"
+    note = "`send(tx, value) -> res => ...` sends on a channel; to wait on a future, use `await(future) -> output => ...`"
 )]
 pub trait SelectSend<T>: sealed::Sealed {
     /// The sender itself.

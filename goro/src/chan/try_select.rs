@@ -47,7 +47,7 @@ use super::waiter::{wake, Woken};
 use super::{RecvError, SendError, TryRecvError, TrySendError};
 use crate::loom::MutexGuard;
 
-mod sealed {
+pub(super) mod sealed {
     pub trait Sealed {}
 }
 
@@ -55,6 +55,15 @@ mod sealed {
 /// [`TryRecvCase`] and [`TrySendCase`]; used by the macro's expansion.
 #[doc(hidden)]
 pub trait TryCase: sealed::Sealed {
+    /// An `await(..)` case ([`FutureCase`](super::select::FutureCase)): it
+    /// has no channel, and is polled instead of locked.
+    fn is_future(&self) -> bool {
+        false
+    }
+    /// A future case: polls the future once; `true` if it is ready.
+    fn poll_future(&mut self, _cx: &mut std::task::Context<'_>) -> bool {
+        false
+    }
     /// The channel's address: the lock order, and which cases share a lock.
     fn chan_addr(&self) -> usize;
     /// Work to do before any lock is taken (a due timer sends first).
@@ -232,17 +241,17 @@ impl<T> TryCase for TrySendCase<'_, T> {
 /// Spends one unit of budget (it cannot yield: a task yields at its next
 /// awaited operation); `select_blocking!`'s form.
 #[doc(hidden)]
-pub fn try_select<const N: usize>(cases: [&mut (dyn TryCase + '_); N]) -> Option<usize> {
+pub fn try_select<const N: usize>(mut cases: [&mut (dyn TryCase + '_); N]) -> Option<usize> {
     crate::sched::coop::spend();
-    select_in(cases, poll_order::<N>())
+    select_in::<N, false>(&mut cases, poll_order::<N>())
 }
 
 /// [`try_select`] looking at the cases in source order: the first ready one
 /// wins (`select_blocking! { biased; ... }`).
 #[doc(hidden)]
-pub fn try_select_biased<const N: usize>(cases: [&mut (dyn TryCase + '_); N]) -> Option<usize> {
+pub fn try_select_biased<const N: usize>(mut cases: [&mut (dyn TryCase + '_); N]) -> Option<usize> {
     crate::sched::coop::spend();
-    select_in(cases, std::array::from_fn(|i| i))
+    select_in::<N, false>(&mut cases, std::array::from_fn(|i| i))
 }
 
 /// [`try_select`] for a caller that already spent its unit of budget at a
@@ -250,22 +259,83 @@ pub fn try_select_biased<const N: usize>(cases: [&mut (dyn TryCase + '_); N]) ->
 /// nothing.
 #[doc(hidden)]
 pub fn try_select_at_safe_point<const N: usize>(
-    cases: [&mut (dyn TryCase + '_); N],
+    mut cases: [&mut (dyn TryCase + '_); N],
 ) -> Option<usize> {
-    select_in(cases, poll_order::<N>())
+    select_in::<N, false>(&mut cases, poll_order::<N>())
 }
 
 /// [`try_select_biased`] after a safe point (`select! { biased; ... }`):
 /// spends nothing.
 #[doc(hidden)]
 pub fn try_select_biased_at_safe_point<const N: usize>(
-    cases: [&mut (dyn TryCase + '_); N],
+    mut cases: [&mut (dyn TryCase + '_); N],
 ) -> Option<usize> {
-    select_in(cases, std::array::from_fn(|i| i))
+    select_in::<N, false>(&mut cases, std::array::from_fn(|i| i))
 }
 
-fn select_in<const N: usize>(
+/// [`try_select`] with `await(..)` cases among `cases`: each future is
+/// polled at most once (with a no-op waker: it is dropped after the
+/// select), the channels are looked at together, at one moment, at the
+/// place of the first channel case in the poll order (`select_future.rs`,
+/// "With a `default` arm"). `biased` looks in source order; `spend` spends
+/// a unit of budget (`select_blocking!`; a task's `select!` spent it at
+/// its safe point).
+///
+/// ```
+/// use goro::chan::select::FutureCase;
+/// use goro::chan::try_select::{try_select_with_futures, TryCase, TryRecvCase};
+/// let (_tx, rx) = goro::chan::bounded::<i32>(1);
+/// let mut rx_case = TryRecvCase::new(&rx);
+/// let fut = std::pin::pin!(async { 3 });
+/// let mut fut_case = FutureCase::new(fut);
+/// let cases = [&mut rx_case as &mut dyn TryCase, &mut fut_case];
+/// assert_eq!(try_select_with_futures(cases, false, true), Some(1));
+/// assert_eq!(fut_case.into_result(), Some(3));
+/// ```
+#[doc(hidden)]
+pub fn try_select_with_futures<const N: usize>(
     mut cases: [&mut (dyn TryCase + '_); N],
+    biased: bool,
+    spend: bool,
+) -> Option<usize> {
+    if spend {
+        crate::sched::coop::spend();
+    }
+    let order = if biased {
+        std::array::from_fn(|i| i)
+    } else {
+        poll_order::<N>()
+    };
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let first_chan = order
+        .iter()
+        .position(|&i| !cases[i].is_future())
+        .unwrap_or(N);
+    // The futures ahead of every channel, then the channels' one moment,
+    // then the futures after the first channel.
+    if let Some(i) = order[..first_chan]
+        .iter()
+        .copied()
+        .find(|&i| cases[i].poll_future(&mut cx))
+    {
+        return Some(i);
+    }
+    if first_chan < N {
+        if let Some(i) = select_in::<N, true>(&mut cases, order) {
+            return Some(i);
+        }
+    }
+    order[first_chan..]
+        .iter()
+        .copied()
+        .find(|&i| cases[i].is_future() && cases[i].poll_future(&mut cx))
+}
+
+/// The one look at every channel (Go's `sellock`, then `pollorder`). With
+/// `FUTURES`, the future cases among `cases` are skipped (they have no
+/// channel); without it the check compiles away.
+fn select_in<const N: usize, const FUTURES: bool>(
+    cases: &mut [&mut (dyn TryCase + '_); N],
     order: [usize; N],
 ) -> Option<usize> {
     for c in cases.iter() {
@@ -277,6 +347,9 @@ fn select_in<const N: usize>(
     let mut inner = [NonNull::<()>::dangling(); N];
     let mut last: Option<usize> = None;
     for i in by_addr {
+        if FUTURES && cases[i].is_future() {
+            continue;
+        }
         inner[i] = match last {
             Some(l) if cases[l].chan_addr() == cases[i].chan_addr() => inner[l],
             _ => {
@@ -287,6 +360,9 @@ fn select_in<const N: usize>(
     }
     // One moment: every channel of the select is locked.
     let won = order.into_iter().find_map(|i| {
+        if FUTURES && cases[i].is_future() {
+            return None;
+        }
         // SAFETY: `inner[i]` came from the `lock` of the case that locked
         // case `i`'s channel (same address), and every lock is still held.
         unsafe { cases[i].try_locked(inner[i]) }.map(|woken| (i, woken))

@@ -1,4 +1,4 @@
-// A future where a channel is wanted: `select!` waits on channels only.
+// A future in a `recv(..)` case: the error points to the `await(..)` case.
 fn main() {
     futures::executor::block_on(async {
         let (_tx, rx) = goro::chan::bounded::<u8>(1);
