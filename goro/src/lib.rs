@@ -530,6 +530,7 @@ pub use sched::blocking::{block_in_place, spawn_blocking};
 pub use sched::policy::{Policy, PolicyError, Preempt, RunnextWake, SpinPolicy, TimerPlacement};
 pub use sched::spawn::{spawn, spawn_named, yield_now};
 pub use sched::task::{JoinError, JoinHandle};
+pub use sched::task_group::TaskGroup;
 pub use sched::task_meta::{Reason as WaitReason, State as TaskState, TaskId};
 pub use sched::unjoined::UnjoinedPanic;
 pub use stats::Stats;

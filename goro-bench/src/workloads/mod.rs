@@ -1,5 +1,6 @@
 //! The workloads, one file per group of goro-bench/README.md (`sched.rs`,
-//! `chan.rs`, `time.rs`, `pool.rs`, `sync.rs`, `net.rs`; goro's side of the net group
+//! `chan.rs`, `time.rs`, `pool.rs`, `sync.rs` (and `errgroup.rs`, its
+//! errgroup_cancel row), `net.rs`; goro's side of the net group
 //! is `net_goro.rs`; `guarantees.rs` holds the sched group's
 //! scheduling-guarantee rows: spawn_busy, wake_busy, hog, ping_pong_hog).
 //!
@@ -31,6 +32,7 @@
 //! The Go column is filled whenever the Go twin's `-list` has the same name.
 
 pub mod chan;
+pub mod errgroup;
 pub mod guarantees;
 pub mod net;
 pub mod net_goro;
@@ -49,6 +51,7 @@ pub fn register(v: &mut Vec<Workload>) {
     time::register(v);
     pool::register(v);
     sync::register(v);
+    errgroup::register(v);
     net::register(v);
     if std::env::var_os("GORO_BENCH_FAULTS").is_some() {
         faults(v);

@@ -15,6 +15,12 @@
 //! Running tasks come first, then runnable ones, then parked ones, the
 //! largest groups first.
 //!
+//! Members of a [`TaskGroup`](crate::TaskGroup) are listed under the task
+//! that owns the group (`; in a task group of task 7`), not under whichever
+//! task called `spawn` on it: the owner is the one that answers for them
+//! (its drop aborts them). An entry never mixes group members with other
+//! tasks.
+//!
 //! `GORO_DUMP_SIGNAL=SIGQUIT` (or `SIGUSR1`, `SIGUSR2`) prints the dump of
 //! every runtime in the process to stderr when the signal arrives, and the
 //! program keeps running (`signal.rs`).
@@ -69,7 +75,13 @@ pub struct TaskInfo {
     /// Where it was spawned.
     pub location: &'static Location<'static>,
     /// The task that spawned it (`None`: spawned from outside any task).
+    /// For a member of a [`TaskGroup`](crate::TaskGroup) (`in_group`), the
+    /// task that owns the group (created it), whichever task called
+    /// `spawn` on the group (`None`: a group made outside any task).
     pub parent: Option<TaskId>,
+    /// Spawned into a [`TaskGroup`](crate::TaskGroup): `parent` is the
+    /// group's owner.
+    pub in_group: bool,
     /// What it was doing when the dump read it.
     pub state: State,
     /// How long it has been in `state` (to within the monitor's period,
@@ -97,6 +109,7 @@ impl Dump {
                 name: m.name.as_deref().map(str::to_owned),
                 location: m.location,
                 parent: m.parent,
+                in_group: m.in_group,
                 state,
                 in_state_for: Duration::from_nanos(now.saturating_sub(since)),
                 deadline_in,
@@ -140,6 +153,7 @@ struct GroupKey {
     what: String,
     location: String,
     name: Option<String>,
+    in_group: bool,
 }
 
 fn describe(state: State) -> (u8, String) {
@@ -149,6 +163,7 @@ fn describe(state: State) -> (u8, String) {
         State::Runnable(Some(p)) => (1, format!("runnable in P{p}'s queue")),
         State::Runnable(None) => (1, "runnable in the global queue".to_owned()),
         State::Parked(Reason::Join, id) => (2, format!("parked on join (task {id})")),
+        State::Parked(Reason::TaskGroup, _) => (2, "parked on task group join".to_owned()),
         State::Parked(r, _) => (2, format!("parked on {r}")),
     }
 }
@@ -185,6 +200,7 @@ impl fmt::Display for Dump {
                     what,
                     location: t.location.to_string(),
                     name: t.name.clone(),
+                    in_group: t.in_group,
                 })
                 .or_default()
                 .push(t);
@@ -239,10 +255,13 @@ impl fmt::Display for Dump {
             let mut parents: Vec<Option<TaskId>> = tasks.iter().map(|t| t.parent).collect();
             parents.sort();
             parents.dedup();
-            match parents.as_slice() {
-                [Some(p)] => write!(f, "; spawned by task {p}")?,
-                [None] => write!(f, "; spawned from outside any task")?,
-                _ => write!(f, "; {} different parents", parents.len())?,
+            match (key.in_group, parents.as_slice()) {
+                (false, [Some(p)]) => write!(f, "; spawned by task {p}")?,
+                (false, [None]) => write!(f, "; spawned from outside any task")?,
+                (false, _) => write!(f, "; {} different parents", parents.len())?,
+                (true, [Some(p)]) => write!(f, "; in a task group of task {p}")?,
+                (true, [None]) => write!(f, "; in a task group made outside any task")?,
+                (true, _) => write!(f, "; in task groups of {} tasks", parents.len())?,
             }
             writeln!(f)?;
         }
@@ -260,6 +279,7 @@ mod tests {
             name: None,
             location: Location::caller(),
             parent: Some(TaskId(1)),
+            in_group: false,
             state,
             in_state_for: Duration::from_secs(secs),
             deadline_in: None,
@@ -291,5 +311,29 @@ mod tests {
             text.find("running").unwrap() < text.find("chan receive").unwrap(),
             "running tasks come first:\n{text}"
         );
+    }
+
+    #[test]
+    fn group_members_are_listed_under_the_owner_apart_from_other_children() {
+        let mut tasks: Vec<TaskInfo> = (10..20)
+            .map(|i| TaskInfo {
+                in_group: true,
+                parent: Some(TaskId(7)),
+                ..info(i, State::Parked(Reason::ChanRecv, 0), 1)
+            })
+            .collect();
+        tasks.push(info(30, State::Parked(Reason::ChanRecv, 0), 1));
+        let d = Dump {
+            tasks,
+            procs: 1,
+            block_on: (0, 0, Reason::Other),
+        };
+        let text = d.to_string();
+        assert!(
+            text.contains("10 tasks parked on chan receive")
+                && text.contains("; in a task group of task 7"),
+            "{text}"
+        );
+        assert!(text.contains("tasks 30; spawned by task 1"), "{text}");
     }
 }

@@ -76,6 +76,7 @@ pub(crate) mod spawn;
 pub(crate) mod steal;
 pub(crate) mod sysmon;
 pub(crate) mod task;
+pub(crate) mod task_group;
 pub(crate) mod task_meta;
 pub(crate) mod task_table;
 pub(crate) mod timer;

@@ -1,9 +1,12 @@
 //! Spawning (Go's `newproc`) and yielding (`Gosched`): the task record
 //! is made, the task is counted on the spawning P and placed in its
 //! `runnext` (or on the global queue from a thread without a P).
+//!
+//! [`TaskGroup`] (`task_group.rs`) spawns its members through here.
 
 use crate::sched::machine::current_sched;
 use crate::sched::task::{new_task, JoinHandle, Spawn};
+use crate::sched::task_meta::Parent;
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
 use std::future::Future;
@@ -20,6 +23,29 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    spawn_at(
+        sched,
+        future,
+        name,
+        std::panic::Location::caller(),
+        Parent::Spawner,
+    )
+}
+
+/// [`spawn_on`] with the spawn site given (a caller that spawns from a
+/// closure, where `#[track_caller]` does not reach) and the parent the
+/// record names (a `TaskGroup` member's is the group's owner).
+pub(crate) fn spawn_at<F>(
+    sched: &Arc<Sched>,
+    future: F,
+    name: Option<Box<str>>,
+    location: &'static std::panic::Location<'static>,
+    parent: Parent,
+) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
     // One thread-local lookup serves the counter and the placement.
     let p = crate::sched::machine::current_p(sched);
     match p {
@@ -27,9 +53,10 @@ where
         None => bump_shared(&sched.counters.tasks_spawned, 1),
     }
     let spawn = Spawn {
-        location: std::panic::Location::caller(),
+        location,
         name,
         p,
+        parent,
     };
     let (runnable, handle) = new_task(sched, future, spawn);
     if sched.is_shutdown() {

@@ -39,7 +39,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use crate::sched::task_meta::{blocked_on, PollScope, Reason, State, TaskId, TaskMeta};
+use crate::sched::task_meta::{blocked_on, Parent, PollScope, Reason, State, TaskId, TaskMeta};
 use crate::sched::task_table::TaskTable;
 use crate::sched::Sched;
 
@@ -74,6 +74,7 @@ pub(crate) struct Spawn {
     pub(crate) location: &'static std::panic::Location<'static>,
     pub(crate) name: Option<Box<str>>,
     pub(crate) p: Option<usize>,
+    pub(crate) parent: Parent,
 }
 
 /// Like [`new_task`] with a custom schedule function (the blocking pool's).
@@ -93,6 +94,7 @@ where
         spawn.location,
         spawn.name,
         spawn.p,
+        spawn.parent,
         crate::sched::clock::coarse(),
     );
     let (runnable, task) = async_task::Builder::new().metadata(meta).spawn(
@@ -545,8 +547,13 @@ pub(crate) mod test_support {
     pub(crate) fn runnable(id: usize, log: &Log) -> Runnable {
         let ran = log.ran.clone();
         let guard = CountDrop(log.dropped.clone());
-        let meta =
-            crate::sched::task_meta::TaskMeta::new(std::panic::Location::caller(), None, None, 1);
+        let meta = crate::sched::task_meta::TaskMeta::new(
+            std::panic::Location::caller(),
+            None,
+            None,
+            crate::sched::task_meta::Parent::Spawner,
+            1,
+        );
         let (r, t) = async_task::Builder::new().metadata(meta).spawn(
             move |_| async move {
                 let _g = guard;

@@ -7,6 +7,8 @@
 //! scheduler writes into it at the transitions it passes through anyway:
 //!
 //! * **spawn** — id, parent, spawn location (`#[track_caller]`), name;
+//!   for a [`TaskGroup`](crate::TaskGroup) member the parent is the
+//!   group's owner (see "Group members" below);
 //! * **queued** (`Sched::schedule`, `spawn`) — runnable, on which P's queue
 //!   or the global one;
 //! * **polled** (`Machine::execute`) — running on P n;
@@ -26,6 +28,17 @@
 //! see a task between two stores (the new state with the old `since`),
 //! which is a snapshot's usual fuzziness.
 //!
+//! # Group members
+//!
+//! A [`TaskGroup`](crate::TaskGroup) member records the task that owns the
+//! group (the one that called `TaskGroup::new`) as its parent, whichever
+//! task called `spawn` on it, and is flagged `in_group`, so the dump lists
+//! the members under their owner even when the group was handed to another
+//! task. The group passes its owner down the spawn path ([`Parent`], in
+//! `task::Spawn`). The flag costs one word per task (a `bool`, padded):
+//! the alternative of packing it into the parent's id would change the
+//! type the tracer reads.
+//!
 //! Ids are unique in the process and never reused; each thread takes them
 //! from the shared counter in batches (Go's `goidcache`), so spawning does
 //! not bounce one cache line between Ps.
@@ -44,6 +57,23 @@ impl TaskId {
     /// The number itself.
     pub fn as_u64(self) -> u64 {
         self.0
+    }
+
+    /// The id of the task being polled on this thread (tokio's
+    /// `task::try_id`); `None` outside a task (on a `block_on` caller, on
+    /// a plain thread).
+    ///
+    /// ```
+    /// let rt = goro::Runtime::builder().procs(1).build().unwrap();
+    /// rt.block_on(async {
+    ///     assert_eq!(goro::TaskId::current(), None, "block_on is not a task");
+    ///     let h = goro::spawn(async { goro::TaskId::current() });
+    ///     let id = h.id();
+    ///     assert_eq!(h.await.unwrap(), Some(id));
+    /// });
+    /// ```
+    pub fn current() -> Option<TaskId> {
+        current_task()
     }
 }
 
@@ -86,10 +116,12 @@ pub enum Reason {
     Once,
     /// Awaiting a `JoinHandle` (detail: the joined task's id).
     Join,
+    /// `TaskGroup::join_next` with no member finished yet.
+    TaskGroup,
 }
 
 impl Reason {
-    const ALL: [Reason; 14] = [
+    const ALL: [Reason; 15] = [
         Reason::Other,
         Reason::ChanRecv,
         Reason::ChanSend,
@@ -104,6 +136,7 @@ impl Reason {
         Reason::WaitGroup,
         Reason::Once,
         Reason::Join,
+        Reason::TaskGroup,
     ];
 
     pub(crate) fn from_u8(v: u8) -> Reason {
@@ -130,6 +163,7 @@ impl Reason {
             Reason::WaitGroup => "waitgroup",
             Reason::Once => "once",
             Reason::Join => "join",
+            Reason::TaskGroup => "task group join",
         }
     }
 
@@ -193,8 +227,11 @@ fn unpack_p(word: u64) -> Option<usize> {
 /// Per-task record, in the task's header (async-task metadata).
 pub(crate) struct TaskMeta {
     pub(crate) id: TaskId,
-    /// The task that spawned this one; `None` from outside any task.
+    /// The task that spawned this one; `None` from outside any task. For a
+    /// group member (`in_group`), the group's owner instead.
     pub(crate) parent: Option<TaskId>,
+    /// Spawned into a `TaskGroup`: `parent` is the group's owner.
+    pub(crate) in_group: bool,
     pub(crate) location: &'static Location<'static>,
     pub(crate) name: Option<Box<str>>,
     /// State and since when (the coarse clock), packed as above.
@@ -215,11 +252,17 @@ impl TaskMeta {
         location: &'static Location<'static>,
         name: Option<Box<str>>,
         p: Option<usize>,
+        parent: Parent,
         now: u64,
     ) -> TaskMeta {
+        let (parent, in_group) = match parent {
+            Parent::Spawner => (current_task(), false),
+            Parent::GroupOwner(owner) => (owner, true),
+        };
         TaskMeta {
             id: next_id(),
-            parent: current_task(),
+            parent,
+            in_group,
             location,
             name,
             state: AtomicU64::new(RUNNABLE | pack_p(p) | (now >> SINCE_UNIT) << SINCE_SHIFT),
@@ -291,6 +334,16 @@ thread_local! {
     /// The task being polled on this thread, and the reason its poll gave
     /// for parking (set by the primitive that returned `Pending`).
     static POLLING: Cell<(u64, u8, u64)> = const { Cell::new((0, 0, 0)) };
+}
+
+/// Whom a new task's record names as its parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Parent {
+    /// The task being polled on the spawning thread (none outside a task).
+    Spawner,
+    /// A `TaskGroup` member: the group's owner (`None`: the group was made
+    /// outside any task), whichever task spawns it.
+    GroupOwner(Option<TaskId>),
 }
 
 fn next_id() -> TaskId {
@@ -381,7 +434,7 @@ mod tests {
 
     #[test]
     fn state_round_trips() {
-        let m = TaskMeta::new(Location::caller(), None, None, 5);
+        let m = TaskMeta::new(Location::caller(), None, None, Parent::Spawner, 5);
         for s in [
             State::Runnable(None),
             State::Runnable(Some(3)),

@@ -185,7 +185,15 @@ mod tests {
     fn insert_remove_and_reuse() {
         let t = TaskTable::new();
         let metas: Vec<TaskMeta> = (0..10)
-            .map(|_| TaskMeta::new(Location::caller(), None, None, 1))
+            .map(|_| {
+                TaskMeta::new(
+                    Location::caller(),
+                    None,
+                    None,
+                    crate::sched::task_meta::Parent::Spawner,
+                    1,
+                )
+            })
             .collect();
         for (i, m) in metas.iter().enumerate() {
             // SAFETY: every meta outlives the table's use below and is

@@ -343,18 +343,12 @@ impl<E> ErrGroup<E> {
         // guard undoes both if `spawn` panics (outside a runtime).
         self.lock().active += 1;
         self.inner.wg.add(1);
-        let member = Member {
-            group: self.clone(),
-            slot,
-        };
-        let task = async move {
-            let member = member;
-            match catch_unwind_future(fut).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => member.fail(Failure::Error(e)),
-                Err(p) => member.fail(Failure::Panic(p)),
-            }
-            // `member` is dropped here: slot, `active`, `done`.
+        let task = MemberTask {
+            fut: Box::pin(catch_unwind_future(fut)),
+            member: Member {
+                group: self.clone(),
+                slot,
+            },
         };
         drop(crate::spawn(task));
     }
@@ -457,6 +451,40 @@ enum Failure<E> {
 struct Member<E> {
     group: ErrGroup<E>,
     slot: Option<Arc<Semaphore>>,
+}
+
+/// A member's task: the member's future, then its [`Member`], which the
+/// task drops with the future rather than when the future returns. The
+/// scheduler drops a finished task's future after taking the task out of
+/// its task table, so when `wait` returns, no member is left in
+/// `Runtime::dump()` (Go's `wg.Done()` runs a moment before the goroutine
+/// exits; a dump is stricter than that).
+struct MemberTask<T, E> {
+    /// Dropped first (fields drop in order): the member's `done` after it.
+    fut: std::pin::Pin<Box<T>>,
+    member: Member<E>,
+}
+
+impl<T, E> Future for MemberTask<T, E>
+where
+    T: Future<Output = std::thread::Result<Result<(), E>>>,
+{
+    type Output = ();
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        // `MemberTask` is Unpin: the future is pinned in its box.
+        match self.fut.as_mut().poll(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(out) => {
+                match out {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => self.member.fail(Failure::Error(e)),
+                    Err(p) => self.member.fail(Failure::Panic(p)),
+                }
+                Poll::Ready(())
+            }
+        }
+    }
 }
 
 impl<E> Member<E> {
