@@ -112,7 +112,7 @@ where
         name: None,
         // Queued in the blocking pool, not on a P.
         p: None,
-        parent: crate::sched::task_meta::Parent::Spawner,
+        parent: crate::sched::task_meta::Parent::SPAWNER,
     };
     let (runnable, handle) =
         new_task_with(sched, async move { f() }, spawn, move |r: Runnable, _| {

@@ -331,7 +331,7 @@ fn loom_handoff_preempted_task_requeued_while_its_waker_fires() {
                 location: std::panic::Location::caller(),
                 name: None,
                 p: None,
-                parent: crate::sched::task_meta::Parent::Spawner,
+                parent: crate::sched::task_meta::Parent::SPAWNER,
             },
         );
         drop(handle); // detached

@@ -28,7 +28,7 @@ where
         future,
         name,
         std::panic::Location::caller(),
-        Parent::Spawner,
+        Parent::SPAWNER,
     )
 }
 

@@ -551,7 +551,7 @@ pub(crate) mod test_support {
             std::panic::Location::caller(),
             None,
             None,
-            crate::sched::task_meta::Parent::Spawner,
+            crate::sched::task_meta::Parent::SPAWNER,
             1,
         );
         let (r, t) = async_task::Builder::new().metadata(meta).spawn(

@@ -226,7 +226,7 @@ impl<T> TaskGroup<T> {
             member,
             None,
             location,
-            Parent::GroupOwner(self.owner),
+            Parent::group_owner(self.owner),
         );
         let id = handle.id();
         self.members.insert(key, handle);

@@ -35,9 +35,8 @@
 //! task called `spawn` on it, and is flagged `in_group`, so the dump lists
 //! the members under their owner even when the group was handed to another
 //! task. The group passes its owner down the spawn path ([`Parent`], in
-//! `task::Spawn`). The flag costs one word per task (a `bool`, padded):
-//! the alternative of packing it into the parent's id would change the
-//! type the tracer reads.
+//! `task::Spawn`). The flag is the top bit of the parent's id, so the
+//! record keeps one word for both (an `Option<TaskId>` took two).
 //!
 //! Ids are unique in the process and never reused; each thread takes them
 //! from the shared counter in batches (Go's `goidcache`), so spawning does
@@ -227,11 +226,9 @@ fn unpack_p(word: u64) -> Option<usize> {
 /// Per-task record, in the task's header (async-task metadata).
 pub(crate) struct TaskMeta {
     pub(crate) id: TaskId,
-    /// The task that spawned this one; `None` from outside any task. For a
-    /// group member (`in_group`), the group's owner instead.
-    pub(crate) parent: Option<TaskId>,
-    /// Spawned into a `TaskGroup`: `parent` is the group's owner.
-    pub(crate) in_group: bool,
+    /// The parent's id (0: none) and [`IN_GROUP`]: one word, read through
+    /// [`TaskMeta::parent`] and [`TaskMeta::in_group`].
+    parent: u64,
     pub(crate) location: &'static Location<'static>,
     pub(crate) name: Option<Box<str>>,
     /// State and since when (the coarse clock), packed as above.
@@ -255,14 +252,14 @@ impl TaskMeta {
         parent: Parent,
         now: u64,
     ) -> TaskMeta {
-        let (parent, in_group) = match parent {
-            Parent::Spawner => (current_task(), false),
-            Parent::GroupOwner(owner) => (owner, true),
+        let parent = if parent == Parent::SPAWNER {
+            POLLING.try_with(|c| c.get().0).unwrap_or(0)
+        } else {
+            parent.0
         };
         TaskMeta {
             id: next_id(),
             parent,
-            in_group,
             location,
             name,
             state: AtomicU64::new(RUNNABLE | pack_p(p) | (now >> SINCE_UNIT) << SINCE_SHIFT),
@@ -270,6 +267,20 @@ impl TaskMeta {
             woke_at: AtomicU64::new(0),
             slot: AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// The task that spawned this one; `None` from outside any task. For a
+    /// group member ([`TaskMeta::in_group`]), the group's owner instead.
+    pub(crate) fn parent(&self) -> Option<TaskId> {
+        match self.parent & !IN_GROUP {
+            0 => None,
+            id => Some(TaskId(id)),
+        }
+    }
+
+    /// Spawned into a `TaskGroup`: [`TaskMeta::parent`] is the group's owner.
+    pub(crate) fn in_group(&self) -> bool {
+        self.parent & IN_GROUP != 0
     }
 
     /// Records a state change at `now` (the coarse clock).
@@ -336,14 +347,26 @@ thread_local! {
     static POLLING: Cell<(u64, u8, u64)> = const { Cell::new((0, 0, 0)) };
 }
 
-/// Whom a new task's record names as its parent.
+/// The bit of [`TaskMeta`]'s parent word that marks a `TaskGroup` member
+/// (ids stay below 2^56: the trace packs flags above them).
+const IN_GROUP: u64 = 1 << 63;
+
+/// Whom a new task's record names as its parent: the task being polled on
+/// the spawning thread ([`Parent::SPAWNER`]), or for a `TaskGroup` member
+/// the group's owner, whichever task spawns it. The parent word itself, so
+/// that the common case costs one compare at spawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Parent {
+pub(crate) struct Parent(u64);
+
+impl Parent {
     /// The task being polled on the spawning thread (none outside a task).
-    Spawner,
-    /// A `TaskGroup` member: the group's owner (`None`: the group was made
-    /// outside any task), whichever task spawns it.
-    GroupOwner(Option<TaskId>),
+    pub(crate) const SPAWNER: Parent = Parent(u64::MAX);
+
+    /// A member of a group owned by `owner` (`None`: a group made outside
+    /// any task).
+    pub(crate) fn group_owner(owner: Option<TaskId>) -> Parent {
+        Parent(owner.map_or(0, |t| t.0) | IN_GROUP)
+    }
 }
 
 fn next_id() -> TaskId {
@@ -434,7 +457,7 @@ mod tests {
 
     #[test]
     fn state_round_trips() {
-        let m = TaskMeta::new(Location::caller(), None, None, Parent::Spawner, 5);
+        let m = TaskMeta::new(Location::caller(), None, None, Parent::SPAWNER, 5);
         for s in [
             State::Runnable(None),
             State::Runnable(Some(3)),

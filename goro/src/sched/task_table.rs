@@ -190,7 +190,7 @@ mod tests {
                     Location::caller(),
                     None,
                     None,
-                    crate::sched::task_meta::Parent::Spawner,
+                    crate::sched::task_meta::Parent::SPAWNER,
                     1,
                 )
             })

@@ -303,7 +303,7 @@ fn create_slow(sched: &Sched, meta: &TaskMeta, blocking: bool) {
     let flags = u64::from(blocking) | (name.len() as u64) << 1;
     let words = 1 + name.len().div_ceil(8);
     // The flags ride in the parent word's top byte (ids stay below 2^56).
-    let parent = meta.parent.map_or(0, |p| p.0) | flags << 56;
+    let parent = meta.parent().map_or(0, |p| p.0) | flags << 56;
     emit(
         sched,
         current_p(sched),
