@@ -55,8 +55,8 @@ pub enum Deadlock {
     /// Make the `block_on` caller panic with the report (`#[goro::test]`).
     Fail,
     /// Print the report and the task dump to stderr and end the process
-    /// with exit status 2, as Go's `fatal error: all goroutines are asleep
-    /// - deadlock!` does (`#[goro::main]`).
+    /// with exit status 2, as Go's "all goroutines are asleep" fatal error
+    /// does (`#[goro::main]`).
     Exit,
 }
 
