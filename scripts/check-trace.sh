@@ -9,6 +9,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 venv="$root/target/perfetto-venv"
 if ! "$venv/bin/python" -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' 2>/dev/null; then
     python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet perfetto
+    "$venv/bin/pip" install --quiet perfetto==0.59.1 protobuf==7.36.2
 fi
 exec "$venv/bin/python" "$root/scripts/check-trace.py" "$@"
