@@ -34,60 +34,13 @@
 //! lock.
 #![cfg(loom)]
 
-use std::future::Future;
-use std::pin::pin;
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+mod common;
 
+use common::loom_exec::{block_on, model_bounded};
 use goro::chan::{self, RecvError, SendError, TryRecvError, TrySendError};
-use loom::sync::{Condvar, Mutex};
 use loom::thread;
-
-/// A waker that parks the polling loom thread on a condition variable.
-struct Parker {
-    woken: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Wake for Parker {
-    fn wake(self: Arc<Self>) {
-        *self.woken.lock().unwrap() = true;
-        self.cv.notify_one();
-    }
-}
-
-/// Polls `fut` to completion, sleeping between polls until woken. A lost
-/// wakeup shows up as loom reporting a deadlock.
-fn block_on<F: Future>(fut: F) -> F::Output {
-    let parker = Arc::new(Parker {
-        woken: Mutex::new(false),
-        cv: Condvar::new(),
-    });
-    let waker = Waker::from(parker.clone());
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = pin!(fut);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        let mut woken = parker.woken.lock().unwrap();
-        while !*woken {
-            woken = parker.cv.wait(woken).unwrap();
-        }
-        *woken = false;
-    }
-}
-
-/// `loom::model` with at most `bound` preemptions per execution (unless
-/// `LOOM_MAX_PREEMPTIONS` says otherwise), for the models whose full state
-/// space takes minutes; bugs in practice need very few preemptions.
-fn model_bounded<F: Fn() + Sync + Send + 'static>(bound: usize, f: F) {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(bound);
-    }
-    b.check(f);
-}
+use std::future::Future;
+use std::task::{Context, Poll};
 
 fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
     let mut cx = Context::from_waker(futures::task::noop_waker_ref());

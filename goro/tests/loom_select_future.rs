@@ -49,60 +49,11 @@
 //!   complete it; the recv model passes (its `a` always completes it).
 #![cfg(loom)]
 
-use std::future::Future;
-use std::pin::pin;
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+mod common;
 
+use common::loom_exec::{block_on, model_bounded};
 use goro::chan::{self, TryRecvError};
-use loom::sync::{Condvar, Mutex};
 use loom::thread;
-
-/// A waker that parks the polling loom thread on a condition variable
-/// (as in `loom_chan.rs`).
-struct Parker {
-    woken: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Wake for Parker {
-    fn wake(self: Arc<Self>) {
-        *self.woken.lock().unwrap() = true;
-        self.cv.notify_one();
-    }
-}
-
-/// Polls `fut` to completion, sleeping between polls until woken. A lost
-/// wakeup shows up as loom reporting a deadlock.
-fn block_on<F: Future>(fut: F) -> F::Output {
-    let parker = Arc::new(Parker {
-        woken: Mutex::new(false),
-        cv: Condvar::new(),
-    });
-    let waker = Waker::from(parker.clone());
-    let mut cx = Context::from_waker(&waker);
-    let mut fut = pin!(fut);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        let mut woken = parker.woken.lock().unwrap();
-        while !*woken {
-            woken = parker.cv.wait(woken).unwrap();
-        }
-        *woken = false;
-    }
-}
-
-/// `loom::model` with at most `bound` preemptions per execution (unless
-/// `LOOM_MAX_PREEMPTIONS` says otherwise).
-fn model_bounded<F: Fn() + Sync + Send + 'static>(bound: usize, f: F) {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(bound);
-    }
-    b.check(f);
-}
 
 /// The preemption bound of this file's models.
 const BOUND: usize = 5;

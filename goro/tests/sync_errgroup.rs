@@ -19,10 +19,13 @@
 //! itself is what `wait` returns), the `Example*` functions (the doc examples
 //! on `ErrGroup` play their part, a worker pool included) and `BenchmarkGo`.
 //!
-//! Every wait is bounded by [`DEADLINE`]; nothing sleeps to let things
+//! Every wait is bounded by `common::DEADLINE`; nothing sleeps to let things
 //! settle: "has not started" is checked by polling once, or with `try_go`.
 #![cfg(not(loom))]
 
+mod common;
+
+use common::deadline as within;
 use goro::context::{Context, ContextError};
 use goro::sync::ErrGroup;
 use std::future::Future;
@@ -31,18 +34,6 @@ use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Duration;
-
-/// How long any test waits for anything before it fails.
-const DEADLINE: Duration = Duration::from_secs(10);
-
-/// `fut`'s output; fails the test if it takes longer than [`DEADLINE`].
-async fn within<F: Future>(what: &str, fut: F) -> F::Output {
-    match goro::time::timeout(DEADLINE, fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("{what} did not finish within {DEADLINE:?} (deadlock or lost wake-up?)"),
-    }
-}
 
 /// Whether `fut` is still pending after one poll.
 async fn pending_once<F: Future + Unpin>(fut: &mut F) -> bool {

@@ -30,27 +30,18 @@
 //! Added for what Go does not have: a dropped leader must not fail the
 //! other callers, and the last caller dropped must stop the execution.
 //!
-//! Every wait is bounded by [`DEADLINE`]; nothing sleeps to let things
+//! Every wait is bounded by `common::DEADLINE`; nothing sleeps to let things
 //! settle: "all callers have joined" is read from `SingleFlight::callers`.
 #![cfg(not(loom))]
 
+mod common;
+
+use common::{deadline as within, DEADLINE};
 use goro::sync::{SingleFlight, SingleFlightError};
 use goro::Runtime;
-use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
-
-/// How long any test waits for anything before it fails.
-const DEADLINE: Duration = Duration::from_secs(10);
-
-/// `fut`'s output; fails the test if it takes longer than [`DEADLINE`].
-async fn within<F: Future>(what: &str, fut: F) -> F::Output {
-    match goro::time::timeout(DEADLINE, fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("{what} did not finish within {DEADLINE:?} (deadlock or lost wake-up?)"),
-    }
-}
+use std::time::Instant;
 
 /// Waits (yielding) until `n` callers have joined the execution for `key`.
 async fn joined<K, V>(sf: &SingleFlight<K, V>, key: &K, n: usize)

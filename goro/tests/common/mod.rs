@@ -1,8 +1,24 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+use std::future::Future;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+#[cfg(loom)]
+pub mod loom_exec;
+
+/// How long an async test waits for anything before it fails ([`deadline`]).
+pub const DEADLINE: Duration = Duration::from_secs(10);
+
+/// `fut`'s output, inside a goro task; fails the test with `what` if it
+/// takes longer than [`DEADLINE`].
+pub async fn deadline<F: Future>(what: &str, fut: F) -> F::Output {
+    match goro::time::timeout(DEADLINE, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("{what} did not finish within {DEADLINE:?} (deadlock or lost wake-up?)"),
+    }
+}
 
 /// Runs `f` on a fresh thread and fails the test with `what` if it has not
 /// finished within `limit` (a hung scheduler must fail, not hang CI).
