@@ -364,6 +364,16 @@ impl<T> Drop for SendCase<'_, T> {
     }
 }
 
+/// The order a select looks at its cases in: source order when `biased`,
+/// else a fresh [`poll_order`].
+pub(super) fn case_order<const N: usize>(biased: bool) -> [usize; N] {
+    if biased {
+        std::array::from_fn(|i| i)
+    } else {
+        poll_order::<N>()
+    }
+}
+
 /// A random permutation of `0..N` (Go's `pollorder`). Under loom the order
 /// is fixed: the model checker needs every execution to be reproducible.
 pub(super) fn poll_order<const N: usize>() -> [usize; N] {
@@ -541,11 +551,7 @@ impl<const N: usize> Future for Select<'_, N> {
             }
 
             // 1. Poll in random order.
-            let order = if this.biased {
-                std::array::from_fn(|i| i)
-            } else {
-                poll_order::<N>()
-            };
+            let order = case_order::<N>(this.biased);
             if let Some(i) = order.iter().copied().find(|&i| this.cases[i].try_now(cx)) {
                 this.done = true;
                 return Poll::Ready(i);

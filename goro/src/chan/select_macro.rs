@@ -436,24 +436,11 @@ macro_rules! __goro_select_bind {
     };
     // A task's select spent its budget at its safe point; a thread's
     // spends it here.
-    (@try task fair chan [$($case:ident)+]) => {
-        $crate::chan::try_select::try_select_at_safe_point(
-            [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
-        )
-    };
-    (@try task biased chan [$($case:ident)+]) => {
-        $crate::chan::try_select::try_select_biased_at_safe_point(
-            [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
-        )
-    };
-    (@try thread fair chan [$($case:ident)+]) => {
-        $crate::chan::try_select::try_select(
-            [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
-        )
-    };
-    (@try thread biased chan [$($case:ident)+]) => {
-        $crate::chan::try_select::try_select_biased(
-            [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+]
+    (@try $w:ident $o:ident chan [$($case:ident)+]) => {
+        $crate::chan::try_select::try_select_in(
+            [$(&mut $case as &mut dyn $crate::chan::try_select::TryCase),+],
+            $crate::__goro_select_bind!(@is_biased $o),
+            $crate::__goro_select_bind!(@spends $w),
         )
     };
     // With futures: polled once each, beside the channels' one look.

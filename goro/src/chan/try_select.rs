@@ -30,7 +30,7 @@
 //! Budget: in a task, `select!` with `default` is a safe point. Its
 //! expansion awaits [`consume_budget`](crate::coop::consume_budget) *before*
 //! the look (and before its channel expressions are evaluated), then calls
-//! [`try_select_at_safe_point`], which spends nothing more. Before, not
+//! [`try_select_in`] with `spend` off, so it spends nothing more. Before, not
 //! after: a preempted select has not started, so it is linearized at the
 //! look it makes when the task runs again, a ready case is taken then, and
 //! a select dropped while preempted (its task cancelled) has done nothing.
@@ -42,7 +42,7 @@
 use std::ptr::NonNull;
 
 use super::chan::{Chan, Inner};
-use super::select::{poll_order, SelectRecv, SelectSend};
+use super::select::{case_order, SelectRecv, SelectSend};
 use super::waiter::{wake, Woken};
 use super::{RecvError, SendError, TryRecvError, TrySendError};
 use crate::loom::MutexGuard;
@@ -230,7 +230,9 @@ impl<T> TryCase for TrySendCase<'_, T> {
 
 /// Completes one ready case, chosen at random, and returns its index, or
 /// `None` if no case was ready at one moment (every channel locked). The
-/// `default` form of [`select!`](crate::select!).
+/// `default` form of [`select_blocking!`](crate::select_blocking!): it
+/// spends one unit of budget and cannot yield (a task yields at its next
+/// awaited operation).
 ///
 /// ```
 /// use goro::chan::try_select::{try_select, TryRecvCase};
@@ -238,39 +240,32 @@ impl<T> TryCase for TrySendCase<'_, T> {
 /// let mut case = TryRecvCase::new(&rx);
 /// assert_eq!(try_select([&mut case]), None);
 /// ```
-/// Spends one unit of budget (it cannot yield: a task yields at its next
-/// awaited operation); `select_blocking!`'s form.
 #[doc(hidden)]
-pub fn try_select<const N: usize>(mut cases: [&mut (dyn TryCase + '_); N]) -> Option<usize> {
-    crate::sched::coop::spend();
-    select_in::<N, false>(&mut cases, poll_order::<N>())
+pub fn try_select<const N: usize>(cases: [&mut (dyn TryCase + '_); N]) -> Option<usize> {
+    try_select_in(cases, false, true)
 }
 
 /// [`try_select`] looking at the cases in source order: the first ready one
 /// wins (`select_blocking! { biased; ... }`).
 #[doc(hidden)]
-pub fn try_select_biased<const N: usize>(mut cases: [&mut (dyn TryCase + '_); N]) -> Option<usize> {
-    crate::sched::coop::spend();
-    select_in::<N, false>(&mut cases, std::array::from_fn(|i| i))
+pub fn try_select_biased<const N: usize>(cases: [&mut (dyn TryCase + '_); N]) -> Option<usize> {
+    try_select_in(cases, true, true)
 }
 
-/// [`try_select`] for a caller that already spent its unit of budget at a
-/// safe point (a task's `select!` awaits `consume_budget` first): spends
-/// nothing.
+/// The macro's entry for channel cases: `biased` looks in source order,
+/// `spend` spends a unit of budget (`select_blocking!`; a task's `select!`
+/// spent it at the safe point it awaited first).
 #[doc(hidden)]
-pub fn try_select_at_safe_point<const N: usize>(
+#[inline]
+pub fn try_select_in<const N: usize>(
     mut cases: [&mut (dyn TryCase + '_); N],
+    biased: bool,
+    spend: bool,
 ) -> Option<usize> {
-    select_in::<N, false>(&mut cases, poll_order::<N>())
-}
-
-/// [`try_select_biased`] after a safe point (`select! { biased; ... }`):
-/// spends nothing.
-#[doc(hidden)]
-pub fn try_select_biased_at_safe_point<const N: usize>(
-    mut cases: [&mut (dyn TryCase + '_); N],
-) -> Option<usize> {
-    select_in::<N, false>(&mut cases, std::array::from_fn(|i| i))
+    if spend {
+        crate::sched::coop::spend();
+    }
+    select_in::<N, false>(&mut cases, case_order::<N>(biased))
 }
 
 /// [`try_select`] with `await(..)` cases among `cases`: each future is
@@ -301,11 +296,7 @@ pub fn try_select_with_futures<const N: usize>(
     if spend {
         crate::sched::coop::spend();
     }
-    let order = if biased {
-        std::array::from_fn(|i| i)
-    } else {
-        poll_order::<N>()
-    };
+    let order = case_order::<N>(biased);
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     let first_chan = order
         .iter()

@@ -211,27 +211,17 @@ impl Builder {
             self.measure_find_cpu,
         );
         sched.init_idle();
-        let deadlock = match std::env::var("GORO_DEADLOCK") {
-            Ok(v) => Deadlock::parse(&v).map_err(invalid)?,
-            Err(std::env::VarError::NotPresent) => self.deadlock.unwrap_or_default(),
-            Err(_) => {
-                return Err(invalid(
-                    "GORO_DEADLOCK is not valid UTF-8: accepted off, report, fail or exit".into(),
-                ))
-            }
+        let deadlock =
+            match env_var("GORO_DEADLOCK", "off, report, fail or exit").map_err(invalid)? {
+                Some(v) => Deadlock::parse(&v).map_err(invalid)?,
+                None => self.deadlock.unwrap_or_default(),
+            };
+        let unjoined_panic = match env_var("GORO_PANIC", "continue or exit").map_err(invalid)? {
+            Some(v) => Some(crate::UnjoinedPanic::parse(&v).map_err(invalid)?),
+            None => self.unjoined_panic,
         };
-        match std::env::var("GORO_PANIC") {
-            Ok(v) => crate::sched::unjoined::set(crate::UnjoinedPanic::parse(&v).map_err(invalid)?),
-            Err(std::env::VarError::NotPresent) => {
-                if let Some(p) = self.unjoined_panic {
-                    crate::sched::unjoined::set(p);
-                }
-            }
-            Err(_) => {
-                return Err(invalid(
-                    "GORO_PANIC is not valid UTF-8: accepted continue or exit".into(),
-                ))
-            }
+        if let Some(p) = unjoined_panic {
+            crate::sched::unjoined::set(p);
         }
         let grace = self
             .deadlock_grace
@@ -243,15 +233,10 @@ impl Builder {
         }
         let detector = Arc::new(Detector::new());
         detector.configure(deadlock, grace);
-        match std::env::var("GORO_DUMP_SIGNAL") {
-            Ok(v) => signal::register(&sched, signal::parse(&v).map_err(invalid)?)?,
-            Err(std::env::VarError::NotPresent) => {}
-            Err(_) => {
-                return Err(invalid(
-                    "GORO_DUMP_SIGNAL is not valid UTF-8: accepted SIGQUIT, SIGUSR1 or SIGUSR2"
-                        .into(),
-                ))
-            }
+        if let Some(v) =
+            env_var("GORO_DUMP_SIGNAL", "SIGQUIT, SIGUSR1 or SIGUSR2").map_err(invalid)?
+        {
+            signal::register(&sched, signal::parse(&v).map_err(invalid)?)?;
         }
         let follow = update_procs && matches!(source, procs::ProcsSource::Machine(_));
         sched.set_follow_procs(follow);
@@ -265,50 +250,52 @@ impl Builder {
     }
 }
 
+/// The value of the environment variable `name`, if set; a value that is
+/// not UTF-8 is an error naming the variable and what it `accepted`.
+fn env_var(name: &str, accepted: &str) -> Result<Option<String>, String> {
+    match std::env::var(name) {
+        Ok(v) => Ok(Some(v)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(_) => Err(format!("{name} is not valid UTF-8: accepted {accepted}")),
+    }
+}
+
 fn procs_from_env() -> Result<(usize, procs::ProcsSource), String> {
-    match std::env::var("GORO_PROCS") {
-        Ok(v) => match v.trim().parse::<usize>() {
+    let accepted = format!("an integer in 1..={MAX_PROCS}");
+    match env_var("GORO_PROCS", &accepted)? {
+        Some(v) => match v.trim().parse::<usize>() {
             Ok(n) if (1..=MAX_PROCS).contains(&n) => Ok((n, procs::ProcsSource::Env)),
-            _ => Err(format!(
-                "GORO_PROCS='{v}' is invalid: accepted an integer in 1..={MAX_PROCS}"
-            )),
+            _ => Err(format!("GORO_PROCS='{v}' is invalid: accepted {accepted}")),
         },
-        Err(std::env::VarError::NotPresent) => {
+        None => {
             let m = procs::MachineProcs::read(std::path::Path::new("/"));
             Ok((m.procs(), procs::ProcsSource::Machine(m)))
         }
-        Err(_) => Err(format!(
-            "GORO_PROCS is not valid UTF-8: accepted an integer in 1..={MAX_PROCS}"
-        )),
     }
 }
 
 fn update_procs_from_env() -> Result<bool, String> {
-    match std::env::var("GORO_UPDATE_PROCS") {
-        Ok(v) => match v.trim() {
+    match env_var("GORO_UPDATE_PROCS", "0 or 1")? {
+        Some(v) => match v.trim() {
             "0" => Ok(false),
             "1" => Ok(true),
             _ => Err(format!(
                 "GORO_UPDATE_PROCS='{v}' is invalid: accepted 0 (do not follow the CPU limit) or 1"
             )),
         },
-        Err(std::env::VarError::NotPresent) => Ok(true),
-        Err(_) => Err("GORO_UPDATE_PROCS is not valid UTF-8: accepted 0 or 1".into()),
+        None => Ok(true),
     }
 }
 
 fn schedtrace_from_env() -> Result<Option<Duration>, String> {
-    match std::env::var("GORO_SCHEDTRACE") {
-        Ok(v) => match v.trim().parse::<u64>() {
+    match env_var("GORO_SCHEDTRACE", "a number of milliseconds")? {
+        Some(v) => match v.trim().parse::<u64>() {
             Ok(0) => Ok(None),
             Ok(ms) => Ok(Some(Duration::from_millis(ms))),
             Err(_) => Err(format!(
                 "GORO_SCHEDTRACE='{v}' is invalid: accepted a number of milliseconds (0 = off)"
             )),
         },
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(_) => {
-            Err("GORO_SCHEDTRACE is not valid UTF-8: accepted a number of milliseconds".into())
-        }
+        None => Ok(None),
     }
 }

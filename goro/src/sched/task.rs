@@ -488,13 +488,18 @@ impl JoinError {
 
     fn panic_message(&self) -> Option<&str> {
         match self {
-            JoinError::Panic(p) => p
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| p.downcast_ref::<String>().map(String::as_str)),
+            JoinError::Panic(p) => panic_message(&**p),
             JoinError::Cancelled => None,
         }
     }
+}
+
+/// The message of a panic payload (a `&str` or a `String`, as `panic!`
+/// makes them), if it has one.
+pub(crate) fn panic_message(p: &(dyn Any + Send)) -> Option<&str> {
+    p.downcast_ref::<&str>()
+        .copied()
+        .or_else(|| p.downcast_ref::<String>().map(String::as_str))
 }
 
 impl fmt::Debug for JoinError {

@@ -253,7 +253,7 @@ impl TaskMeta {
         now: u64,
     ) -> TaskMeta {
         let parent = if parent == Parent::SPAWNER {
-            POLLING.try_with(|c| c.get().0).unwrap_or(0)
+            polling_id()
         } else {
             parent.0
         };
@@ -384,11 +384,13 @@ fn next_id() -> TaskId {
 
 /// The task being polled on this thread, if any.
 pub(crate) fn current_task() -> Option<TaskId> {
-    POLLING
-        .try_with(|c| c.get().0)
-        .ok()
-        .filter(|&id| id != 0)
-        .map(TaskId)
+    Some(polling_id()).filter(|&id| id != 0).map(TaskId)
+}
+
+/// The id of the task being polled on this thread, 0 if none: the raw
+/// word a new task's record stores as its parent.
+fn polling_id() -> u64 {
+    POLLING.try_with(|c| c.get().0).unwrap_or(0)
 }
 
 /// Says why the current poll is about to return `Pending`. Called by goro's

@@ -509,8 +509,7 @@ where
 
 /// The message of a panic payload, as the panic hook prints it.
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "Box<dyn Any>".to_string())
+    crate::sched::task::panic_message(p)
+        .unwrap_or("Box<dyn Any>")
+        .to_owned()
 }
