@@ -38,7 +38,7 @@ type Workload struct {
 }
 
 // groupOrder fixes the order of -list; a group not named here sorts last.
-var groupOrder = []string{"sched", "chan", "time", "pool", "sync", "net"}
+var groupOrder = []string{"sched", "chan", "time", "pool", "sync", "memory", "net"}
 
 var registry []Workload
 

@@ -34,6 +34,7 @@
 pub mod chan;
 pub mod errgroup;
 pub mod guarantees;
+pub mod memory;
 pub mod net;
 pub mod net_goro;
 pub mod pool;
@@ -52,6 +53,7 @@ pub fn register(v: &mut Vec<Workload>) {
     pool::register(v);
     sync::register(v);
     errgroup::register(v);
+    memory::register(v);
     net::register(v);
     if std::env::var_os("GORO_BENCH_FAULTS").is_some() {
         faults(v);
