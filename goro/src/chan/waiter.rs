@@ -192,39 +192,56 @@ impl<T> Parked<T> {
 /// Heap blocks for waiters, with Go's sudog cache: a park allocates one and
 /// the owner frees it, a few hundred nanoseconds apart and usually on the
 /// same thread, so each thread keeps a few freed blocks for its next parks.
-/// Every waiter that fits in [`blocks::BLOCK`] is allocated with exactly that
-/// layout (cached or not), so a block freed on another thread, into that
+/// Blocks come in two size classes ([`blocks::CLASSES`]): every waiter that
+/// fits in one is allocated with exactly the smallest class's layout that
+/// fits it (cached or not), so a block freed on another thread, into that
 /// thread's cache or to the allocator, is always freed with the layout it
-/// was allocated with. Bigger waiters are plain boxes. Under loom the cache
-/// is off (model threads share one OS thread's thread-locals).
+/// was allocated with. Bigger waiters are plain boxes. Two classes rather
+/// than one: a parked receive of a small value (a waiter of a `u64` is 56
+/// bytes) is the commonest wait a Go-style program holds, a million at a
+/// time, and a 64-byte block is 80 bytes of heap where a 128-byte one is
+/// 144. Under loom the cache is off (model threads share one OS thread's
+/// thread-locals).
 ///
-/// A cached block is the 16 most recently freed per thread at most; memory
-/// held for nothing is at most 2 KiB per thread, freed when it exits.
+/// A cached block is one of the 16 most recently freed of its class per
+/// thread at most; memory held for nothing is at most 3 KiB per thread,
+/// freed when it exits.
 mod blocks {
     use std::alloc::Layout;
     use std::ptr::NonNull;
 
-    /// The layout of every cached block: the waiter of a value up to about
-    /// 80 bytes (a waiter of a `u64` is 56).
-    pub(super) const BLOCK: Layout = match Layout::from_size_align(128, 16) {
-        Ok(l) => l,
-        Err(_) => panic!("a valid layout"),
-    };
+    const fn layout(size: usize) -> Layout {
+        match Layout::from_size_align(size, 16) {
+            Ok(l) => l,
+            Err(_) => panic!("a valid layout"),
+        }
+    }
 
-    /// Whether `W`s live in `BLOCK`s.
-    pub(super) const fn fits<W>() -> bool {
+    /// The layouts of cached blocks, smallest first: a waiter of a value up
+    /// to about 16 bytes, and up to about 80.
+    pub(super) const CLASSES: [Layout; 2] = [layout(64), layout(128)];
+
+    /// The class whose blocks hold `W`s, if any.
+    pub(super) const fn class<W>() -> Option<usize> {
         let l = Layout::new::<W>();
-        l.size() <= BLOCK.size() && l.align() <= BLOCK.align() && l.size() > 0
+        let mut c = 0;
+        while c < CLASSES.len() {
+            if l.size() <= CLASSES[c].size() && l.align() <= CLASSES[c].align() && l.size() > 0 {
+                return Some(c);
+            }
+            c += 1;
+        }
+        None
     }
 
     /// Moves `w` to the heap.
     pub(super) fn new<W>(w: W) -> NonNull<W> {
-        if !fits::<W>() {
+        let Some(c) = (const { class::<W>() }) else {
             return NonNull::from(Box::leak(Box::new(w)));
-        }
-        let p = cache::take().cast::<W>();
-        // SAFETY: `p` is a live, unaliased allocation of `BLOCK`, which is at
-        // least as large and as aligned as `W` (`fits`).
+        };
+        let p = cache::take(c).cast::<W>();
+        // SAFETY: `p` is a live, unaliased allocation of `CLASSES[c]`, which
+        // is at least as large and as aligned as `W` (`class`).
         unsafe { p.as_ptr().write(w) };
         p
     }
@@ -235,89 +252,114 @@ mod blocks {
     ///
     /// `p` came from `new::<W>` and is not used again.
     pub(super) unsafe fn free<W>(p: NonNull<W>) {
-        if !fits::<W>() {
+        let Some(c) = (const { class::<W>() }) else {
             // SAFETY: made by `Box::leak` in `new`; the caller's last use.
             drop(unsafe { Box::from_raw(p.as_ptr()) });
             return;
-        }
+        };
         // SAFETY: `new` wrote a `W` there; the caller's last use.
         unsafe { std::ptr::drop_in_place(p.as_ptr()) };
-        // SAFETY: an allocation of `BLOCK`, now holding nothing.
-        unsafe { cache::put(p.cast()) };
+        // SAFETY: an allocation of `CLASSES[c]` (`new` used the same class),
+        // now holding nothing.
+        unsafe { cache::put(c, p.cast()) };
+    }
+
+    /// A fresh block of class `c`.
+    fn alloc(c: usize) -> NonNull<u8> {
+        // SAFETY: every class has a non-zero size.
+        let p = unsafe { std::alloc::alloc(CLASSES[c]) };
+        NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(CLASSES[c]))
+    }
+
+    /// Gives a block of class `c` back to the allocator.
+    ///
+    /// # Safety
+    ///
+    /// `b` is an unused allocation of `CLASSES[c]`, given up by the caller.
+    unsafe fn dealloc(c: usize, b: NonNull<u8>) {
+        // SAFETY: the caller's contract.
+        unsafe { std::alloc::dealloc(b.as_ptr(), CLASSES[c]) };
     }
 
     #[cfg(not(loom))]
     mod cache {
-        use super::BLOCK;
+        use super::CLASSES;
         use std::cell::Cell;
         use std::ptr::NonNull;
 
-        /// Freed blocks kept per thread.
+        /// Freed blocks kept per thread and class.
         const KEPT: usize = 16;
 
-        struct Cache {
+        /// One class's freed blocks.
+        struct Kept {
             len: Cell<usize>,
             blocks: [Cell<*mut u8>; KEPT],
         }
 
+        struct Cache([Kept; CLASSES.len()]);
+
         impl Drop for Cache {
             fn drop(&mut self) {
-                for b in &self.blocks[..self.len.get()] {
-                    // SAFETY: every cached block is an unused allocation of
-                    // `BLOCK` owned by the cache.
-                    unsafe { std::alloc::dealloc(b.get(), BLOCK) };
+                for (c, kept) in self.0.iter().enumerate() {
+                    for b in &kept.blocks[..kept.len.get()] {
+                        // SAFETY: every block kept for class `c` is an unused
+                        // allocation of `CLASSES[c]` owned by the cache.
+                        unsafe { super::dealloc(c, NonNull::new_unchecked(b.get())) };
+                    }
                 }
             }
         }
 
         thread_local! {
             static CACHE: Cache = const {
-                Cache {
-                    len: Cell::new(0),
-                    blocks: [const { Cell::new(std::ptr::null_mut()) }; KEPT],
-                }
+                Cache([const {
+                    Kept {
+                        len: Cell::new(0),
+                        blocks: [const { Cell::new(std::ptr::null_mut()) }; KEPT],
+                    }
+                }; CLASSES.len()])
             };
         }
 
-        /// A block of `BLOCK` layout: a cached one, else a new one.
-        pub(super) fn take() -> NonNull<u8> {
+        /// A block of class `c`: a cached one, else a new one.
+        pub(super) fn take(c: usize) -> NonNull<u8> {
             let cached = CACHE
-                .try_with(|c| match c.len.get() {
-                    0 => std::ptr::null_mut(),
-                    n => {
-                        c.len.set(n - 1);
-                        c.blocks[n - 1].get()
+                .try_with(|cache| {
+                    let kept = &cache.0[c];
+                    match kept.len.get() {
+                        0 => std::ptr::null_mut(),
+                        n => {
+                            kept.len.set(n - 1);
+                            kept.blocks[n - 1].get()
+                        }
                     }
                 })
                 .unwrap_or(std::ptr::null_mut());
-            NonNull::new(cached).unwrap_or_else(|| {
-                // SAFETY: `BLOCK` has a non-zero size.
-                let p = unsafe { std::alloc::alloc(BLOCK) };
-                NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(BLOCK))
-            })
+            NonNull::new(cached).unwrap_or_else(|| super::alloc(c))
         }
 
-        /// Keeps `b` for a later `take`, or frees it if the cache is full
-        /// (or this thread's cache is already gone).
+        /// Keeps `b` for a later `take`, or frees it if the class's cache is
+        /// full (or this thread's cache is already gone).
         ///
         /// # Safety
         ///
-        /// `b` is an unused allocation of `BLOCK`, given up by the caller.
-        pub(super) unsafe fn put(b: NonNull<u8>) {
+        /// `b` is an unused allocation of `CLASSES[c]`, given up by the caller.
+        pub(super) unsafe fn put(c: usize, b: NonNull<u8>) {
             let kept = CACHE
-                .try_with(|c| {
-                    let n = c.len.get();
+                .try_with(|cache| {
+                    let kept = &cache.0[c];
+                    let n = kept.len.get();
                     if n == KEPT {
                         return false;
                     }
-                    c.blocks[n].set(b.as_ptr());
-                    c.len.set(n + 1);
+                    kept.blocks[n].set(b.as_ptr());
+                    kept.len.set(n + 1);
                     true
                 })
                 .unwrap_or(false);
             if !kept {
-                // SAFETY: the caller gives up an allocation of `BLOCK`.
-                unsafe { std::alloc::dealloc(b.as_ptr(), BLOCK) };
+                // SAFETY: the caller gives up an allocation of `CLASSES[c]`.
+                unsafe { super::dealloc(c, b) };
             }
         }
     }
@@ -325,21 +367,18 @@ mod blocks {
     /// Under loom: no cache, every block straight from the allocator.
     #[cfg(loom)]
     mod cache {
-        use super::BLOCK;
         use std::ptr::NonNull;
 
-        pub(super) fn take() -> NonNull<u8> {
-            // SAFETY: `BLOCK` has a non-zero size.
-            let p = unsafe { std::alloc::alloc(BLOCK) };
-            NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(BLOCK))
+        pub(super) fn take(c: usize) -> NonNull<u8> {
+            super::alloc(c)
         }
 
         /// # Safety
         ///
-        /// `b` is an unused allocation of `BLOCK`, given up by the caller.
-        pub(super) unsafe fn put(b: NonNull<u8>) {
-            // SAFETY: the caller gives up an allocation of `BLOCK`.
-            unsafe { std::alloc::dealloc(b.as_ptr(), BLOCK) };
+        /// `b` is an unused allocation of `CLASSES[c]`, given up by the caller.
+        pub(super) unsafe fn put(c: usize, b: NonNull<u8>) {
+            // SAFETY: the caller's contract.
+            unsafe { super::dealloc(c, b) };
         }
     }
 }
@@ -382,6 +421,13 @@ impl<T> WaitQueue<T> {
         let id = self.next_id;
         self.next_id += 1;
         let waiter = blocks::new(waiter);
+        if self.entries.capacity() == 0 {
+            // Room for one: most queues never hold more than one waiter (a
+            // channel per parked task), and `VecDeque`'s first growth makes
+            // room for four (48 bytes more per parked channel). A second
+            // waiter grows it by doubling as usual.
+            self.entries.reserve_exact(1);
+        }
         self.entries.push_back(Entry { id, waiter });
         Parked { waiter, id, waker }
     }
@@ -451,5 +497,18 @@ pub(crate) type Woken = Option<Waker>;
 pub(crate) fn wake(w: Woken) {
     if let Some(w) = w {
         w.wake();
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod size_tests {
+    /// A parked receive of a small value takes the small block class
+    /// (docs/ARCHITECTURE.md, "What a parked task costs").
+    #[test]
+    fn a_small_values_waiter_takes_the_small_class() {
+        assert_eq!(std::mem::size_of::<super::Waiter<u64>>(), 56);
+        assert_eq!(super::blocks::class::<super::Waiter<u64>>(), Some(0));
+        assert_eq!(super::blocks::class::<super::Waiter<[u64; 8]>>(), Some(1));
+        assert_eq!(super::blocks::class::<super::Waiter<[u64; 16]>>(), None);
     }
 }

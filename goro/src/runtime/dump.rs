@@ -106,7 +106,7 @@ impl Dump {
             };
             tasks.push(TaskInfo {
                 id: m.id,
-                name: m.name.as_deref().map(str::to_owned),
+                name: m.name().map(str::to_owned),
                 location: m.location,
                 parent: m.parent(),
                 in_group: m.in_group(),

@@ -61,7 +61,7 @@ impl Sched {
             queued.extend(p.runq.steal_all());
         }
         drop(queued);
-        for w in self.registry.take_all() {
+        for w in self.tasks.take_wakers() {
             // `schedule` sees the shutdown flag and drops the Runnable,
             // which cancels the task and drops its future.
             w.wake();

@@ -318,7 +318,7 @@ fn loom_handoff_preempted_task_requeued_while_its_waker_fires() {
         let phase = Arc::new(LoomUsize::new(0));
         let (pl, dn, ph) = (polls.clone(), done.clone(), phase.clone());
         let (runnable, handle) = crate::sched::task::new_task(
-            &sched,
+            sched.clone(),
             async move {
                 pl.fetch_add(1, Ordering::SeqCst);
                 // The task's work before its safe point: the outside wake may

@@ -100,7 +100,7 @@ use machine::WakeTarget;
 use park::Handoff;
 use processor::Processor;
 use runq::{Local, Put};
-use task::{Registry, Runnable};
+use task::Runnable;
 use task_meta::State;
 
 /// Most Ps a runtime may have.
@@ -126,9 +126,7 @@ pub(crate) struct Sched {
     /// Resizing: its lock, the removed Ps, following (`resize.rs`).
     resize: resize::Resize,
     shutdown: AtomicBool,
-    /// Parked tasks' wakers, for shutdown.
-    registry: Registry,
-    /// Every live task, for the dump and the deadlock check.
+    /// Every live task, for the dump, the deadlock check and shutdown.
     tasks: task_table::TaskTable,
     /// `block_on` callers polling their future, and parked waiting for a
     /// wake (the dump shows them; the deadlock check needs them parked).
@@ -194,7 +192,6 @@ impl Sched {
             idle: Idle::new(crate::sched::MAX_PROCS),
             resize: resize::Resize::new(),
             shutdown: AtomicBool::new(false),
-            registry: Registry::new(),
             tasks: task_table::TaskTable::new(),
             block_on_polling: AtomicUsize::new(0),
             block_on_parked: AtomicUsize::new(0),

@@ -4,21 +4,16 @@
 //!
 //! [`TaskGroup`] (`task_group.rs`) spawns its members through here.
 
-use crate::sched::machine::current_sched;
+use crate::sched::machine::with_current_sched;
 use crate::sched::task::{new_task, JoinHandle, Spawn};
 use crate::sched::task_meta::Parent;
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
 use std::future::Future;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 #[track_caller]
-pub(crate) fn spawn_on<F>(
-    sched: &Arc<Sched>,
-    future: F,
-    name: Option<Box<str>>,
-) -> JoinHandle<F::Output>
+pub(crate) fn spawn_on<F>(sched: &Sched, future: F, name: Option<Box<str>>) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -36,7 +31,7 @@ where
 /// closure, where `#[track_caller]` does not reach) and the parent the
 /// record names (a `TaskGroup` member's is the group's owner).
 pub(crate) fn spawn_at<F>(
-    sched: &Arc<Sched>,
+    sched: &Sched,
     future: F,
     name: Option<Box<str>>,
     location: &'static std::panic::Location<'static>,
@@ -46,7 +41,11 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    // One thread-local lookup serves the counter and the placement.
+    // The task's own count of the runtime (its schedule function's): the
+    // one reference-count update a spawn makes.
+    let Some(owner) = sched.me.upgrade() else {
+        panic!("goro: spawn on a runtime that is being dropped");
+    };
     let p = crate::sched::machine::current_p(sched);
     match p {
         Some(p) => bump(&sched.ps[p].counters.tasks_spawned, 1),
@@ -58,7 +57,7 @@ where
         p,
         parent,
     };
-    let (runnable, handle) = new_task(sched, future, spawn);
+    let (runnable, handle) = new_task(owner, future, spawn);
     if sched.is_shutdown() {
         drop(runnable); // cancels the task: its handle reports Cancelled
     } else {
@@ -86,7 +85,10 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    spawn_on(&current_or_panic("spawn"), future, None)
+    let location = std::panic::Location::caller();
+    in_current("spawn", |s| {
+        spawn_at(s, future, None, location, Parent::SPAWNER)
+    })
 }
 
 /// [`spawn`] with a name that the task dump shows (Go's goroutine labels).
@@ -108,12 +110,17 @@ where
     F::Output: Send + 'static,
 {
     let name = Some(name.into().into_boxed_str());
-    spawn_on(&current_or_panic("spawn_named"), future, name)
+    let location = std::panic::Location::caller();
+    in_current("spawn_named", |s| {
+        spawn_at(s, future, name, location, Parent::SPAWNER)
+    })
 }
 
+/// Runs `f` with the runtime of the current thread (no reference count
+/// taken), or panics naming `what` outside one.
 #[track_caller]
-fn current_or_panic(what: &str) -> Arc<Sched> {
-    current_sched().unwrap_or_else(|| {
+fn in_current<R>(what: &str, f: impl FnOnce(&Sched) -> R) -> R {
+    with_current_sched(f).unwrap_or_else(|| {
         panic!(
             "goro::{what} called outside a goro runtime: call it from a goro task or inside \
              Runtime::block_on, or use Runtime::{what}"

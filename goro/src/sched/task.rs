@@ -20,10 +20,10 @@
 //!   Such a panic is reported by the panic hook like any other; a completed
 //!   task whose future panicked while being dropped reports
 //!   [`JoinError::Panic`] (as tokio does), an aborted one `Cancelled`;
-//! * the first time the task parks (returns `Pending`), records its waker in
-//!   the scheduler's [`Registry`], so that dropping the runtime can wake every
-//!   parked task and have its future dropped. Tasks that never park (the
-//!   common case in spawn-heavy code) never touch the registry.
+//! * the first time the task parks (returns `Pending`), hands its waker to
+//!   the runtime's task table (`task_table.rs`), so that dropping the
+//!   runtime can wake every parked task and have its future dropped. Tasks
+//!   that never park (the common case in spawn-heavy code) never give one.
 //!
 //! Rejected: a hand-written task header. `async-task` already does the one
 //! allocation, the state machine for wake-while-running and cancellation,
@@ -47,8 +47,10 @@ use crate::sched::Sched;
 pub(crate) type Runnable = async_task::Runnable<TaskMeta>;
 
 /// Creates a task for `future` on `sched` and returns it unscheduled.
+/// The task keeps `sched` (in its schedule function) until it is freed:
+/// the caller's `Arc` moves in, so a spawn costs one count of it.
 pub(crate) fn new_task<F>(
-    sched: &Arc<Sched>,
+    sched: Arc<Sched>,
     future: F,
     spawn: Spawn,
 ) -> (Runnable, JoinHandle<F::Output>)
@@ -56,16 +58,16 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let s = sched.clone();
-    let (runnable, handle) = new_task_with(
-        sched,
-        future,
-        spawn,
-        move |runnable: Runnable, info: async_task::ScheduleInfo| {
-            s.schedule(runnable, info.woken_while_running);
-        },
-    );
-    crate::sched::trace::create(sched, runnable.metadata(), false);
+    let rt: *const Sched = Arc::as_ptr(&sched);
+    let schedule = move |runnable: Runnable, info: async_task::ScheduleInfo| {
+        sched.schedule(runnable, info.woken_while_running);
+    };
+    // SAFETY: `schedule` holds an `Arc` of `*rt` and the task keeps it until
+    // it is freed; the `Runnable` made below keeps the task alive past the
+    // last use of `rt` in this function.
+    let rt = unsafe { &*rt };
+    let (runnable, handle) = new_task_with(rt, future, spawn, schedule);
+    crate::sched::trace::create(rt, runnable.metadata(), false);
     (runnable, handle)
 }
 
@@ -79,7 +81,7 @@ pub(crate) struct Spawn {
 
 /// Like [`new_task`] with a custom schedule function (the blocking pool's).
 pub(crate) fn new_task_with<F, S>(
-    sched: &Arc<Sched>,
+    sched: &Sched,
     future: F,
     spawn: Spawn,
     schedule: S,
@@ -101,7 +103,7 @@ where
         |meta: &TaskMeta| TaskFuture {
             future: ManuallyDrop::new(future),
             live: true,
-            registered: None,
+            parked_once: false,
             meta,
             table,
         },
@@ -120,10 +122,8 @@ struct TaskFuture<F> {
     future: ManuallyDrop<F>,
     /// Whether `future` has not been dropped yet.
     live: bool,
-    /// The registry key and the runtime holding it, once this task has
-    /// parked. Taken lazily from the polling thread so that a task that
-    /// never parks costs no reference count.
-    registered: Option<(usize, Arc<Sched>)>,
+    /// Whether the task has parked, and so handed the table its waker.
+    parked_once: bool,
     /// This task's record, in the same allocation (async-task's header).
     meta: *const TaskMeta,
     /// The runtime's task table, which lists this task until `drop_future`.
@@ -188,10 +188,9 @@ impl<F: Future> Future for TaskFuture<F> {
                 crate::sched::trace::poll_parked(this.meta().id, reason);
                 this.meta()
                     .set(State::Parked(reason, detail), crate::sched::clock::coarse());
-                if this.registered.is_none() {
-                    if let Some(sched) = crate::sched::machine::current_sched() {
-                        this.registered = Some((sched.registry.register(cx.waker()), sched));
-                    }
+                if !this.parked_once {
+                    this.parked_once = true;
+                    this.table().keep_waker(this.meta(), cx.waker());
                 }
                 return Poll::Pending;
             }
@@ -222,9 +221,6 @@ impl<F> Drop for TaskFuture<F> {
         // goes no further (the JoinHandle says Cancelled).
         if let Err(panic) = self.drop_future() {
             drop_quietly(panic);
-        }
-        if let Some((key, sched)) = self.registered.take() {
-            sched.registry.unregister(key);
         }
     }
 }
@@ -258,51 +254,6 @@ impl<T> Drop for TaskOutput<T> {
 /// Drops `v`, catching a panic in its `Drop` (the hook has reported it).
 fn drop_quietly<T>(v: T) {
     let _ = catch_unwind(AssertUnwindSafe(move || drop(v)));
-}
-
-/// Parked tasks' wakers, so shutdown can reach every unfinished future.
-///
-/// Sharded by key so that tasks parking on different Ps rarely share a lock.
-pub(crate) struct Registry {
-    shards: Box<[std::sync::Mutex<std::collections::HashMap<usize, Waker>>]>,
-}
-
-const REGISTRY_SHARDS: usize = 16;
-
-impl Registry {
-    pub(crate) fn new() -> Registry {
-        Registry {
-            shards: (0..REGISTRY_SHARDS).map(|_| Default::default()).collect(),
-        }
-    }
-
-    fn shard(&self, key: usize) -> &std::sync::Mutex<std::collections::HashMap<usize, Waker>> {
-        // Task allocations are at least 16-byte aligned: drop the low bits.
-        &self.shards[(key >> 4) % REGISTRY_SHARDS]
-    }
-
-    fn register(&self, waker: &Waker) -> usize {
-        // The waker's data pointer is the task allocation: unique while the
-        // task lives, and we unregister before it is freed.
-        let key = waker.data() as usize;
-        self.shard(key).lock().unpoison().insert(key, waker.clone());
-        key
-    }
-
-    fn unregister(&self, key: usize) {
-        let removed = self.shard(key).lock().unpoison().remove(&key);
-        drop(removed);
-    }
-
-    /// Takes every registered waker out (shutdown).
-    pub(crate) fn take_all(&self) -> Vec<Waker> {
-        let mut out = Vec::new();
-        for s in self.shards.iter() {
-            let mut g = s.lock().unpoison();
-            out.extend(g.drain().map(|(_, w)| w));
-        }
-        out
-    }
 }
 
 /// An owned permission to await a spawned task's result.
@@ -405,7 +356,9 @@ impl<T> JoinHandle<T> {
 
 impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
-        if let Slot::Running(task) = std::mem::replace(&mut *self.slot(), Slot::Aborted) {
+        // `&mut self`: no other reference, so no lock to take.
+        let slot = self.slot.get_mut().unpoison();
+        if let Slot::Running(task) = std::mem::replace(slot, Slot::Aborted) {
             task.detach();
         }
     }
@@ -568,5 +521,25 @@ pub(crate) mod test_support {
         );
         t.detach();
         r
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod size_tests {
+    /// The bytes of a parked task are counted in docs/ARCHITECTURE.md
+    /// ("What a parked task costs"); growth here is growth there.
+    #[test]
+    fn the_record_and_the_wrapper_keep_their_size() {
+        use std::mem::size_of;
+        assert_eq!(
+            size_of::<super::TaskMeta>(),
+            64,
+            "the task record changed size: update docs/ARCHITECTURE.md's table"
+        );
+        assert_eq!(
+            size_of::<super::TaskFuture<[u64; 0]>>(),
+            24,
+            "the future's wrapper changed size: update docs/ARCHITECTURE.md's table"
+        );
     }
 }

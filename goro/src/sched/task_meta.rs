@@ -230,7 +230,9 @@ pub(crate) struct TaskMeta {
     /// [`TaskMeta::parent`] and [`TaskMeta::in_group`].
     parent: u64,
     pub(crate) location: &'static Location<'static>,
-    pub(crate) name: Option<Box<str>>,
+    /// The name, boxed once more so that the record keeps one word for it
+    /// (named tasks are the few; see [`TaskMeta::name`]).
+    name: Option<Box<Box<str>>>,
     /// State and since when (the coarse clock), packed as above.
     state: AtomicU64,
     /// A parked task's deadline or joined task (see [`State::Parked`]).
@@ -261,12 +263,17 @@ impl TaskMeta {
             id: next_id(),
             parent,
             location,
-            name,
+            name: name.map(Box::new),
             state: AtomicU64::new(RUNNABLE | pack_p(p) | (now >> SINCE_UNIT) << SINCE_SHIFT),
             detail: AtomicU64::new(0),
             woke_at: AtomicU64::new(0),
             slot: AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// The name given at spawn (`spawn_named`), if any.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.name.as_deref().map(|n| &**n)
     }
 
     /// The task that spawned this one; `None` from outside any task. For a

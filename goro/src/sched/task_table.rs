@@ -1,5 +1,5 @@
-//! Every live task of a runtime, for the task dump and the deadlock check
-//! (Go's `allgs`).
+//! Every live task of a runtime, for the task dump, the deadlock check and
+//! shutdown (Go's `allgs`).
 //!
 //! A task enters at spawn and leaves when its future is dropped (it
 //! finished, was aborted, or the runtime shut down). The table holds a
@@ -21,14 +21,23 @@
 //! copy its entries' fields, so it delays a spawn on that P by at most that
 //! copy and never waits for a task.
 //!
-//! Rejected: registering lazily, at a task's first park, as the shutdown
-//! registry does (`task.rs`). A dump must also list tasks that have never
-//! parked (queued, or running a long poll: the one a user most needs to see).
+//! A task that parks hands the table a waker, once, at its first park
+//! ([`TaskTable::keep_waker`]): shutdown wakes every task that holds one so
+//! that its future is dropped (`Sched::shutdown`). The waker rides in the
+//! task's own entry; a separate map of wakers cost each parked task a hash
+//! entry (about 50 bytes at a million tasks) and each first park a second
+//! lock. Tasks that never park (the common case in spawn-heavy code) never
+//! give one.
+//!
+//! Rejected: registering lazily, at a task's first park. A dump must also
+//! list tasks that have never parked (queued, or running a long poll: the
+//! one a user most needs to see).
 
 use crate::sched::task_meta::TaskMeta;
 use crossbeam_utils::{Backoff, CachePadded};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Waker;
 
 /// Shards: enough that Ps rarely share one; a P's shard is its id modulo.
 const SHARDS: usize = 64;
@@ -87,14 +96,21 @@ impl<T> Drop for SpinGuard<'_, T> {
 
 #[derive(Default)]
 struct Shard {
-    slots: Vec<*const TaskMeta>,
+    slots: Vec<Entry>,
     free: Vec<u32>,
     live: usize,
 }
 
+/// One task's place in a shard: its record (null: a free slot) and, once
+/// it has parked, a waker for shutdown.
+struct Entry {
+    meta: *const TaskMeta,
+    waker: Option<Waker>,
+}
+
 // SAFETY: the pointers are only dereferenced under the shard's lock, while
 // the entry is present, which keeps the pointee alive (module docs); the
-// pointee (`TaskMeta`) is Sync.
+// pointee (`TaskMeta`) is Sync, and `Waker` is Send.
 unsafe impl Send for Shard {}
 
 impl TaskTable {
@@ -119,41 +135,75 @@ impl TaskTable {
     pub(crate) unsafe fn insert(&self, meta: &TaskMeta, p: Option<usize>) {
         let shard_ix = p.map_or(SHARDS - 1, |p| p % (SHARDS - 1));
         let mut shard = self.shards[shard_ix].lock();
+        let entry = Entry { meta, waker: None };
         let ix = match shard.free.pop() {
             Some(ix) => {
-                shard.slots[ix as usize] = meta;
+                shard.slots[ix as usize] = entry;
                 ix
             }
             None => {
-                shard.slots.push(meta);
+                shard.slots.push(entry);
                 (shard.slots.len() - 1) as u32
             }
         };
         shard.live += 1;
-        // Relaxed: read back only by `remove`, under the same lock.
+        // Relaxed: read back by the task's own polls and exit
+        // (`position`), which the run queue's hand-off orders after this.
         meta.slot
             .store(((shard_ix as u64) << 32) | ix as u64, Ordering::Relaxed);
     }
 
-    /// Removes `meta` (a no-op if it was never inserted).
+    /// Keeps `waker`, the waker of `meta`'s task, for shutdown (the task's
+    /// first park; a no-op if the task is not in the table).
+    pub(crate) fn keep_waker(&self, meta: &TaskMeta, waker: &Waker) {
+        // Relaxed: written by `insert` on the spawning thread, which
+        // happens-before any poll of the task (the queue hand-off).
+        let Some((shard_ix, ix)) = position(meta) else {
+            return;
+        };
+        let waker = Some(waker.clone());
+        let old = std::mem::replace(&mut self.shards[shard_ix].lock().slots[ix].waker, waker);
+        drop(old); // after the lock: a waker's drop may run the task's code
+    }
+
+    /// Removes `meta` (a no-op if it was never inserted). Called by the
+    /// task's own exit, on the thread that polls or drops it.
     pub(crate) fn remove(&self, meta: &TaskMeta) {
+        let Some((shard_ix, ix)) = position(meta) else {
+            return;
+        };
         // Relaxed, and no read-modify-write: only the task's own exit
         // (one thread) removes it.
-        let slot = meta.slot.load(Ordering::Relaxed);
-        if slot == u64::MAX {
-            return;
-        }
         meta.slot.store(u64::MAX, Ordering::Relaxed);
-        let (shard_ix, ix) = ((slot >> 32) as usize, slot as u32);
-        let mut shard = self.shards[shard_ix].lock();
-        shard.slots[ix as usize] = std::ptr::null();
-        shard.free.push(ix);
-        shard.live -= 1;
-        // Give memory back after a burst: a table that held a million tasks
-        // and now holds a hundred keeps no megabytes of free slots.
-        if shard.live == 0 && shard.slots.capacity() > 1024 {
-            *shard = Shard::default();
+        let waker = {
+            let mut shard = self.shards[shard_ix].lock();
+            let entry = std::mem::replace(
+                &mut shard.slots[ix],
+                Entry {
+                    meta: std::ptr::null(),
+                    waker: None,
+                },
+            );
+            shard.free.push(ix as u32);
+            shard.live -= 1;
+            // Give memory back after a burst: a table that held a million
+            // tasks and now holds a hundred keeps no megabytes of free slots.
+            if shard.live == 0 && shard.slots.capacity() > 1024 {
+                *shard = Shard::default();
+            }
+            entry.waker
+        };
+        drop(waker); // after the lock, as in `keep_waker`
+    }
+
+    /// Takes every kept waker out (shutdown), one shard's lock at a time.
+    pub(crate) fn take_wakers(&self) -> Vec<Waker> {
+        let mut out = Vec::new();
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            out.extend(shard.slots.iter_mut().filter_map(|e| e.waker.take()));
         }
+        out
     }
 
     /// How many tasks are live, one shard's lock at a time (so a count
@@ -167,12 +217,22 @@ impl TaskTable {
     pub(crate) fn for_each(&self, mut f: impl FnMut(&TaskMeta)) {
         for shard in self.shards.iter() {
             let shard = shard.lock();
-            for &m in shard.slots.iter().filter(|m| !m.is_null()) {
+            for e in shard.slots.iter().filter(|e| !e.meta.is_null()) {
                 // SAFETY: present in the table under its lock, so alive
                 // (module docs; `insert`'s contract).
-                f(unsafe { &*m });
+                f(unsafe { &*e.meta });
             }
         }
+    }
+}
+
+/// Where the table holds `meta`: shard and index, if it does.
+fn position(meta: &TaskMeta) -> Option<(usize, usize)> {
+    // Relaxed: written only by `insert` and `remove`, which the task's own
+    // spawn and exit order before and after every other use.
+    match meta.slot.load(Ordering::Relaxed) {
+        u64::MAX => None,
+        slot => Some(((slot >> 32) as usize, slot as u32 as usize)),
     }
 }
 

@@ -293,7 +293,7 @@ pub(crate) fn create(sched: &Sched, meta: &TaskMeta, blocking: bool) {
 fn create_slow(sched: &Sched, meta: &TaskMeta, blocking: bool) {
     let mut extra = [0u64; 12];
     extra[0] = meta.location as *const _ as u64;
-    let name = meta.name.as_deref().unwrap_or("").as_bytes();
+    let name = meta.name().unwrap_or("").as_bytes();
     let name = &name[..name.len().min(80)];
     for (i, ch) in name.chunks(8).enumerate() {
         let mut w = [0u8; 8];
