@@ -61,6 +61,8 @@ mod loom_runq;
 #[cfg(all(test, loom))]
 mod loom_spare;
 #[cfg(all(test, loom))]
+mod loom_table;
+#[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod machine;
 pub(crate) mod netpoll;

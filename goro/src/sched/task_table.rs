@@ -33,22 +33,31 @@
 //! list tasks that have never parked (queued, or running a long poll: the
 //! one a user most needs to see).
 
+use crate::loom::cell::{MutPtr, UnsafeCell};
 use crate::sched::task_meta::TaskMeta;
-use crossbeam_utils::{Backoff, CachePadded};
-use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use crossbeam_utils::CachePadded;
+use std::sync::atomic::Ordering;
 use std::task::Waker;
 
 /// Shards: enough that Ps rarely share one; a P's shard is its id modulo.
+#[cfg(not(loom))]
 const SHARDS: usize = 64;
+/// Under loom: fewer shards, the same sharding (P 0 and P 1 apart).
+#[cfg(loom)]
+const SHARDS: usize = 3;
 
 pub(crate) struct TaskTable {
     shards: Box<[CachePadded<SpinLock<Shard>>]>,
 }
 
-/// A lock for a few instructions' hold (module docs).
+/// A lock for a few instructions' hold (module docs). Under loom it is
+/// loom's mutex: the models check the table's protocol above the lock, and
+/// a spinning acquire would only multiply loom's branches.
 struct SpinLock<T> {
-    locked: AtomicBool,
+    #[cfg(not(loom))]
+    locked: std::sync::atomic::AtomicBool,
+    #[cfg(loom)]
+    locked: loom::sync::Mutex<()>,
     value: UnsafeCell<T>,
 }
 
@@ -57,25 +66,48 @@ struct SpinLock<T> {
 unsafe impl<T: Send> Sync for SpinLock<T> {}
 
 impl<T> SpinLock<T> {
+    fn new(value: T) -> SpinLock<T> {
+        SpinLock {
+            locked: Default::default(),
+            value: UnsafeCell::new(value),
+        }
+    }
+
     fn lock(&self) -> SpinGuard<'_, T> {
-        let backoff = Backoff::new();
-        // Acquire: pairs with the Release in `SpinGuard::drop`.
-        while self.locked.swap(true, Ordering::Acquire) {
-            while self.locked.load(Ordering::Relaxed) {
-                backoff.snooze();
+        #[cfg(not(loom))]
+        {
+            let backoff = crossbeam_utils::Backoff::new();
+            // Acquire: pairs with the Release in `SpinGuard::drop`.
+            while self.locked.swap(true, Ordering::Acquire) {
+                while self.locked.load(Ordering::Relaxed) {
+                    backoff.snooze();
+                }
             }
         }
-        SpinGuard(self)
+        SpinGuard {
+            lock: self,
+            #[cfg(loom)]
+            _held: self.locked.lock().unwrap(),
+            value: self.value.get_mut(),
+        }
     }
 }
 
-struct SpinGuard<'a, T>(&'a SpinLock<T>);
+/// The lock, held: the only way to the value (loom checks every access
+/// through `value` against the others while the guard lives).
+struct SpinGuard<'a, T> {
+    #[cfg_attr(loom, allow(dead_code))]
+    lock: &'a SpinLock<T>,
+    #[cfg(loom)]
+    _held: loom::sync::MutexGuard<'a, ()>,
+    value: MutPtr<T>,
+}
 
 impl<T> std::ops::Deref for SpinGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
         // SAFETY: we hold the lock.
-        unsafe { &*self.0.value.get() }
+        unsafe { self.value.deref() }
     }
 }
 
@@ -83,14 +115,15 @@ impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         // SAFETY: we hold the lock, and `&mut self` makes this the only
         // reference through the guard.
-        unsafe { &mut *self.0.value.get() }
+        unsafe { self.value.deref() }
     }
 }
 
 impl<T> Drop for SpinGuard<'_, T> {
     fn drop(&mut self) {
         // Release: what we wrote under the lock is seen by the next holder.
-        self.0.locked.store(false, Ordering::Release);
+        #[cfg(not(loom))]
+        self.lock.locked.store(false, Ordering::Release);
     }
 }
 
@@ -117,12 +150,7 @@ impl TaskTable {
     pub(crate) fn new() -> TaskTable {
         TaskTable {
             shards: (0..SHARDS)
-                .map(|_| {
-                    CachePadded::new(SpinLock {
-                        locked: AtomicBool::new(false),
-                        value: UnsafeCell::new(Shard::default()),
-                    })
-                })
+                .map(|_| CachePadded::new(SpinLock::new(Shard::default())))
                 .collect(),
         }
     }

@@ -1,0 +1,148 @@
+//! loom models of the task table (`task_table.rs`): the dump and shutdown
+//! reading it while tasks spawn and exit on other Ps.
+//!
+//! Run with:
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p goro --lib --release loom_table`
+//!
+//! A record's memory is the task's (async-task frees it after the task
+//! leaves the table). The models stand for that free with a write to a
+//! loom cell beside each record, after `remove`, and the dump reads the
+//! cell of every record it is handed: loom reports a read that the
+//! table's lock does not order before the free. Each model's planted bug
+//! and what catches it: `bench/results/2026-11-27-loom-table-plants.txt`.
+
+use crate::loom::cell::UnsafeCell;
+use crate::loom::thread;
+use crate::sched::task_meta::{Parent, TaskMeta};
+use crate::sched::task_table::TaskTable;
+use std::panic::Location;
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+
+/// A record and its stand-in memory: `freed` is written once the task is
+/// gone, as freeing the task's allocation would.
+struct Record {
+    meta: TaskMeta,
+    freed: UnsafeCell<bool>,
+}
+
+// SAFETY: `freed` is only touched through loom's checked pointers, whose
+// races the models are there to find.
+unsafe impl Sync for Record {}
+// SAFETY: as for Sync; every field is plain data.
+unsafe impl Send for Record {}
+
+fn record() -> Arc<Record> {
+    Arc::new(Record {
+        meta: TaskMeta::new(Location::caller(), None, None, Parent::SPAWNER, 1),
+        freed: UnsafeCell::new(false),
+    })
+}
+
+/// The dump's view: each record it is handed, read as a dump reads one
+/// (its fields, here its memory's cell); the ids it saw.
+fn dump(table: &TaskTable, records: &[Arc<Record>]) -> Vec<u64> {
+    let mut seen = Vec::new();
+    table.for_each(|m| {
+        let r = records
+            .iter()
+            .find(|r| std::ptr::eq(&r.meta, m))
+            .expect("the table handed out a record no task made");
+        // SAFETY: a read of the stand-in memory, checked by loom.
+        assert!(
+            !unsafe { *r.freed.get().deref() },
+            "the dump read a freed record"
+        );
+        seen.push(m.id.0);
+    });
+    seen
+}
+
+/// A task exits on one P (leaves the table, its memory freed) while
+/// another task spawns and exits on a second P and the dump walks the
+/// table; a third task, live throughout, is always seen, and no record is
+/// read after its free. The second P is P 2, whose shard is P 0's under
+/// loom's three shards, so the spawn reuses the exit's free slot in some
+/// interleavings and appends in others.
+#[test]
+fn loom_table_dump_never_reads_a_freed_record_and_sees_every_live_task() {
+    loom::model(|| {
+        let table = Arc::new(TaskTable::new());
+        let (exiting, spawned, live) = (record(), record(), record());
+        // SAFETY (all inserts): every record outlives its entry: removed
+        // before its stand-in free, or kept until the table is dropped.
+        unsafe {
+            table.insert(&exiting.meta, Some(0));
+            table.insert(&live.meta, Some(0));
+        }
+        let records = [exiting.clone(), spawned.clone(), live.clone()];
+
+        let (t, e) = (table.clone(), exiting.clone());
+        let exit = thread::spawn(move || {
+            t.remove(&e.meta);
+            // SAFETY: the stand-in free, checked by loom.
+            unsafe { *e.freed.get_mut().deref() = true };
+        });
+        let (t, s) = (table.clone(), spawned.clone());
+        let spawn = thread::spawn(move || {
+            // SAFETY: removed below, before its stand-in free.
+            unsafe { t.insert(&s.meta, Some(2)) };
+            t.remove(&s.meta);
+            // SAFETY: the stand-in free, checked by loom.
+            unsafe { *s.freed.get_mut().deref() = true };
+        });
+        let seen = dump(&table, &records);
+        assert!(
+            seen.contains(&live.meta.id.0),
+            "the dump missed a task live throughout it"
+        );
+        exit.join().unwrap();
+        spawn.join().unwrap();
+        table.remove(&live.meta);
+    });
+}
+
+/// Counts its wakes.
+struct Count(std::sync::atomic::AtomicUsize);
+
+impl Wake for Count {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// A task parks for the first time (hands its waker to the table) while
+/// shutdown takes every kept waker; then the task exits. Exactly one of
+/// them ends up with the waker: shutdown wakes it, or the exit drops it.
+#[test]
+fn loom_table_shutdown_takes_a_waker_kept_at_a_first_park_once() {
+    loom::model(|| {
+        let table = Arc::new(TaskTable::new());
+        let task = record();
+        // SAFETY: removed below, while `task` lives.
+        unsafe { table.insert(&task.meta, Some(0)) };
+        let count = Arc::new(Count(std::sync::atomic::AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+
+        let (t, r) = (table.clone(), task.clone());
+        let park = thread::spawn(move || t.keep_waker(&r.meta, &waker));
+        let taken = table.take_wakers();
+        park.join().unwrap();
+        let kept_after = Arc::strong_count(&count);
+        for w in taken.iter() {
+            w.wake_by_ref();
+        }
+        let woken = count.0.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(woken <= 1, "shutdown took one waker twice");
+        drop(taken);
+        table.remove(&task.meta);
+        assert_eq!(
+            Arc::strong_count(&count),
+            1,
+            "a kept waker outlived the task's exit (a leak)"
+        );
+        // Taken by shutdown or still in the entry until the exit: the
+        // waker existed in exactly one of them.
+        assert_eq!(kept_after, 2, "the kept waker was lost or doubled");
+    });
+}
