@@ -235,6 +235,7 @@ mod blocks {
     }
 
     /// Moves `w` to the heap.
+    #[inline]
     pub(super) fn new<W>(w: W) -> NonNull<W> {
         let Some(c) = (const { class::<W>() }) else {
             return NonNull::from(Box::leak(Box::new(w)));
@@ -251,6 +252,7 @@ mod blocks {
     /// # Safety
     ///
     /// `p` came from `new::<W>` and is not used again.
+    #[inline]
     pub(super) unsafe fn free<W>(p: NonNull<W>) {
         let Some(c) = (const { class::<W>() }) else {
             // SAFETY: made by `Box::leak` in `new`; the caller's last use.
@@ -265,6 +267,7 @@ mod blocks {
     }
 
     /// A fresh block of class `c`.
+    #[cold]
     fn alloc(c: usize) -> NonNull<u8> {
         // SAFETY: every class has a non-zero size.
         let p = unsafe { std::alloc::alloc(CLASSES[c]) };
@@ -322,6 +325,7 @@ mod blocks {
         }
 
         /// A block of class `c`: a cached one, else a new one.
+        #[inline]
         pub(super) fn take(c: usize) -> NonNull<u8> {
             let cached = CACHE
                 .try_with(|cache| {
@@ -344,6 +348,7 @@ mod blocks {
         /// # Safety
         ///
         /// `b` is an unused allocation of `CLASSES[c]`, given up by the caller.
+        #[inline]
         pub(super) unsafe fn put(c: usize, b: NonNull<u8>) {
             let kept = CACHE
                 .try_with(|cache| {
@@ -417,16 +422,24 @@ impl<T> WaitQueue<T> {
         }
     }
 
+    /// Makes room for one entry in a queue that has none: most queues never
+    /// hold more than one waiter (a channel per parked task), and
+    /// `VecDeque`'s first growth makes room for four (48 bytes more per
+    /// parked channel). A second waiter grows it by doubling as usual.
+    #[cold]
+    fn first_room(&mut self) {
+        self.entries.reserve_exact(1);
+    }
+
+    // Always: the park path's hottest step, and inlined into each
+    // operation's poll before the first-room check made it look large.
+    #[inline(always)]
     pub(super) fn push(&mut self, waiter: Waiter<T>, waker: WakerId) -> Parked<T> {
         let id = self.next_id;
         self.next_id += 1;
         let waiter = blocks::new(waiter);
         if self.entries.capacity() == 0 {
-            // Room for one: most queues never hold more than one waiter (a
-            // channel per parked task), and `VecDeque`'s first growth makes
-            // room for four (48 bytes more per parked channel). A second
-            // waiter grows it by doubling as usual.
-            self.entries.reserve_exact(1);
+            self.first_room();
         }
         self.entries.push_back(Entry { id, waiter });
         Parked { waiter, id, waker }
