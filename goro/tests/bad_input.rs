@@ -7,7 +7,6 @@
 #![cfg(not(loom))]
 
 mod common;
-#[path = "net_support.rs"]
 mod net_support;
 
 use common::{thread_state, threads_named, wait_until, within};

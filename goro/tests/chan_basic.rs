@@ -1,7 +1,7 @@
 //! Channel operations one by one: buffering, rendezvous, close, auto-close,
 //! hand-off, blocking calls, the `Stream` impl and the error types.
 
-#[path = "chan_support.rs"]
+#[path = "chan_support/mod.rs"]
 mod support;
 
 use std::collections::HashSet;

@@ -2,7 +2,7 @@
 //! completes leaves the channel as if it had never been called, and no
 //! value is ever lost or duplicated.
 
-#[path = "chan_support.rs"]
+#[path = "chan_support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

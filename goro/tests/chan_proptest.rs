@@ -3,7 +3,7 @@
 //! Includes send/recv futures that are polled once and dropped, to check
 //! that cancellation leaves the channel as the model says.
 
-#[path = "chan_support.rs"]
+#[path = "chan_support/mod.rs"]
 mod support;
 
 use std::collections::VecDeque;

@@ -1,4 +1,4 @@
-//! Channels under the real scheduler: the ring stress of issue 3, ping-pong,
+//! Channels under the real scheduler: tasks passing a token round a ring, ping-pong,
 //! select, and wakes landing in `runnext`.
 
 mod common;

@@ -2,7 +2,7 @@
 //! parking on several channels, same channel twice, select against select,
 //! and the macro's syntax.
 
-#[path = "chan_support.rs"]
+#[path = "chan_support/mod.rs"]
 mod support;
 
 use std::collections::HashSet;

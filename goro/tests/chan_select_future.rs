@@ -5,7 +5,7 @@
 //! choice, the safe point, futures that are not `Unpin`, and bodies that
 //! `?`, `break` or borrow what the future borrowed.
 
-#[path = "chan_support.rs"]
+#[path = "chan_support/mod.rs"]
 mod support;
 
 use std::future::Future;

@@ -3,7 +3,7 @@
 //! another thread than the one that allocated them, threads exiting with
 //! cached blocks, and futures that move to another waker while parked.
 
-#[path = "chan_support.rs"]
+#[path = "chan_support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

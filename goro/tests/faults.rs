@@ -18,7 +18,7 @@
 #![cfg(not(loom))]
 
 mod common;
-#[path = "pool_support.rs"]
+#[path = "pool_support/mod.rs"]
 mod support;
 
 use common::{wait_until, within};

@@ -1,7 +1,6 @@
 //! Echo over many concurrent loopback connections, at procs 1 and 4.
 
 mod common;
-#[path = "net_support.rs"]
 mod net_support;
 
 use common::within;

@@ -3,7 +3,6 @@
 //! descriptor limit, which would starve tests running beside it.)
 
 mod common;
-#[path = "net_support.rs"]
 mod net_support;
 
 use common::within;

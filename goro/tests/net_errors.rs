@@ -1,7 +1,6 @@
 //! Peer reset and half-close are reported, never panics.
 
 mod common;
-#[path = "net_support.rs"]
 mod net_support;
 
 use common::within;

@@ -4,7 +4,6 @@
 #![cfg(feature = "hyper")]
 
 mod common;
-#[path = "net_support.rs"]
 mod net_support;
 
 use bytes::Bytes;

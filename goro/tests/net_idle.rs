@@ -3,7 +3,6 @@
 //! test's threads or sockets add activity.)
 
 mod common;
-#[path = "net_support.rs"]
 mod net_support;
 
 use common::{activity, thread_state, threads_named, wait_until, wait_until_quiet, within};

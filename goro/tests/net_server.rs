@@ -12,7 +12,6 @@
 //! process's CPU time and another lowers its descriptor limit.
 
 mod common;
-#[path = "net_support.rs"]
 mod net_support;
 
 use common::{process_cpu, thread_state, threads_named, wait_until, wait_until_quiet, within};

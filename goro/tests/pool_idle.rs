@@ -7,7 +7,7 @@
 #![cfg(not(loom))]
 
 mod common;
-#[path = "pool_support.rs"]
+#[path = "pool_support/mod.rs"]
 mod support;
 
 use common::{thread_state, threads_named, wait_until};

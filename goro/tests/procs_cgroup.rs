@@ -1,4 +1,4 @@
-//! The default number of Ps from the cgroup CPU limit (issue 21), against
+//! The default number of Ps from the cgroup CPU limit, against
 //! fixture trees built in a temporary directory: v1, v2, a tighter
 //! parent, `max`, a hybrid host, and malformed files (an error naming the
 //! file and the accepted form, and the affinity count as the fallback).

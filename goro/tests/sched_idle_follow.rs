@@ -1,4 +1,4 @@
-//! With the monitor following the machine's CPU limit (issue 21: the
+//! With the monitor following the machine's CPU limit (the
 //! default `procs`, `update_procs` on), an idle runtime still makes no
 //! wakeups: the limit is re-read only in rounds where the monitor is awake
 //! for other work. The window (2 s) is longer than the re-read interval

@@ -42,9 +42,7 @@
 #![cfg(not(loom))]
 
 mod common;
-#[path = "net_support.rs"]
 mod net_support;
-#[path = "pool_support.rs"]
 mod pool_support;
 #[path = "soak/tasks.rs"]
 mod tasks;

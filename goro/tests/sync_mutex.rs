@@ -3,7 +3,7 @@
 //! every interleaving they check is exact.
 #![cfg(not(loom))]
 
-#[path = "sync_support.rs"]
+#[path = "sync_support/mod.rs"]
 mod support;
 
 use std::cell::UnsafeCell;

@@ -2,7 +2,7 @@
 //! cancellation or panic.
 #![cfg(not(loom))]
 
-#[path = "sync_support.rs"]
+#[path = "sync_support/mod.rs"]
 mod support;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

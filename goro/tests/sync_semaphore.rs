@@ -2,7 +2,7 @@
 //! cancellation.
 #![cfg(not(loom))]
 
-#[path = "sync_support.rs"]
+#[path = "sync_support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};

@@ -1,7 +1,7 @@
 //! Behaviour of `goro::sync::WaitGroup`.
 #![cfg(not(loom))]
 
-#[path = "sync_support.rs"]
+#[path = "sync_support/mod.rs"]
 mod support;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

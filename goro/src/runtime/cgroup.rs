@@ -1,5 +1,5 @@
-//! The CPU limit of the cgroups this process runs in (container-aware
-//! default `procs`, issue 21).
+//! The CPU limit of the cgroups this process runs in (the container-aware
+//! default `procs`).
 //!
 //! # Why
 //!

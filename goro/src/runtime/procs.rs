@@ -1,5 +1,5 @@
 //! Where the default number of Ps comes from, and the monitor's following
-//! of it (issue 21).
+//! of it.
 //!
 //! The default is the machine's: the smaller of the CPU affinity count
 //! (`sched_getaffinity`: the CPUs this process may run on) and the CPU

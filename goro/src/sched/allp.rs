@@ -1,7 +1,8 @@
 //! Every P a runtime has ever had (Go's `allp`), as a table that grows
 //! without moving what it holds.
 //!
-//! Before issue 21 the Ps were one boxed slice sized `procs` at start-up.
+//! Before the Ps could be resized they were one boxed slice sized `procs`
+//! at start-up.
 //! A runtime that can add Ps while it runs ([`crate::Runtime::set_procs`],
 //! `resize.rs`) needs room for more, and every thread holds plain
 //! references into the Ps (`&sched.ps[p]` lives across a whole search), so

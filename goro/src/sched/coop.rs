@@ -15,7 +15,7 @@
 //! Without this, a task whose operations never block — a producer whose
 //! buffer never fills, a `send` + `recv` on its own channel, a `select!`
 //! polled in a loop — keeps its P for as long as it likes, and every task
-//! queued on that P starves (issue: "hog").
+//! queued on that P starves.
 //!
 //! The budget is per poll, refilled by the M before each one
 //! (`Machine::execute`, `sched/machine.rs`), as tokio does (its budget

@@ -65,7 +65,7 @@
 //!
 //! Rejected (numbers in BENCH_RESULTS.md, "Scheduling guarantees"):
 //!
-//! * No wake at all (`RunnextWake::Off`, goro until issue 14): the task
+//! * No wake at all (`RunnextWake::Off`, goro before this wake): the task
 //!   waited for the current poll to return or for the monitor's stuck-P
 //!   rescue after a 10 ms slice; `spawn_busy` at procs 2 had a p50 of
 //!   10–17 ms where Go's is about 0.1 ms.

@@ -1,4 +1,4 @@
-//! Changing the number of Ps while tasks run (Go's `procresize`, issue 21).
+//! Changing the number of Ps while tasks run (Go's `procresize`).
 //!
 //! [`crate::Runtime::set_procs`] and the monitor (following a container's
 //! CPU limit, `sysmon.rs`) call [`Sched::resize_to`]. Go resizes with the

@@ -25,7 +25,7 @@
 //! `Runtime::block_on`; elsewhere it panics with a message saying so.
 
 mod ticker;
-// loom models of the timer state machine (issue 15: beside, not inside, timer.rs).
+// loom models of the timer state machine (their own file, not inside timer.rs).
 #[cfg(all(test, loom))]
 mod loom_timer;
 

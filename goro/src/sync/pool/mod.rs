@@ -54,17 +54,10 @@
 //! closure, which the compiler kept out of line in some crates (it depends
 //! on their codegen units) at a third of the pair's cost.
 //!
-//! Measured on the development VM (release, 2 cores, quiet; `goro-bench
-//! run pool`, procs 1): a `put` + `get` pair ~8 ns (Go ~12), 100 puts +
-//! 100 gets through the chain ~1.25 µs (Go ~1.8), `pool_starvation` ~1.2
-//! µs (Go ~1.75). A cycle (`pool_cycle`, p50) with 1,000 pooled values
-//! ~0.2 µs, with 100,000 ~0.8 µs (Go's pause: ~3 and ~6 µs; with the drops
-//! on the cycling thread, before `reclaim.rs`: ~2 and ~34 µs). The cycle
-//! touches no value and executes the same ~1,400 instructions either way
-//! (callgrind): what is left of the difference is caches gone cold during
-//! 100,000 puts (writing 8 MiB between the puts and the cycle makes the
-//! 1,000-value cycle ~0.45 µs). 1000 pools holding one value each: ~55 µs
-//! a cycle.
+//! A cycle touches no value: it executes the same instructions (callgrind)
+//! at 1,000 and at 100,000 pooled values, and what its wall time still
+//! grows with is caches gone cold during the puts. The readings, against
+//! Go's, are in BENCH_RESULTS.md (`goro-bench run pool`, `pool_cycle`).
 //!
 //! # Seed 003
 //!

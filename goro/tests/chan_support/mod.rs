@@ -1,5 +1,6 @@
-//! Helpers shared by the `chan_*` tests (included with `#[path]`; as a test
-//! crate of its own it holds no tests).
+//! Helpers shared by the `chan_*` tests, which include them with
+//! `#[path = "chan_support/mod.rs"] mod support;` (a directory, so Cargo
+//! does not build them as a test crate of their own).
 #![allow(dead_code)]
 
 use std::future::Future;

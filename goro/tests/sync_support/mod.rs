@@ -1,6 +1,6 @@
-//! Helpers shared by the `sync_*` tests, which include this file with
-//! `#[path = "sync_support.rs"] mod support;`. Built on its own it is an
-//! empty test target.
+//! Helpers shared by the `sync_*` tests, which include them with
+//! `#[path = "sync_support/mod.rs"] mod support;` (a directory, so Cargo
+//! does not build them as a test crate of their own).
 #![allow(dead_code)]
 
 use std::future::Future;

@@ -1,4 +1,6 @@
-//! Helpers shared by the `net_*` tests (included with `#[path]`).
+//! Helpers shared by the `net_*` tests, which include them with
+//! `mod net_support;` (a directory, so Cargo does not build them as a test
+//! crate of their own).
 #![allow(dead_code)]
 
 use std::time::Duration;

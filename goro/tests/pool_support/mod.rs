@@ -1,5 +1,7 @@
 //! Helpers shared by the `pool_*` tests: values that count their making and
 //! dropping and check that no value is in two hands or dropped twice.
+//! Included with `#[path = "pool_support/mod.rs"] mod support;` (a
+//! directory, so Cargo does not build them as a test crate of their own).
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
