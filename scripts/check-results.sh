@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Every `bench/results/...` file the docs name must exist: a claim that
 # points at a raw file the repository does not hold fails CI (issue 18).
+# Then the counts the README states from a raw file (the test count and
+# time of `cargo test --workspace`, `compare`'s row counts) must be the
+# raw file's numbers (issue 34).
 #
 #   scripts/check-results.sh            # the default documents
 #   scripts/check-results.sh FILE...    # these documents instead
@@ -46,3 +49,39 @@ if ((missing > 0)); then
     exit 1
 fi
 echo "check-results: all $checked raw files named in ${docs[*]} exist"
+
+# Counts a document states that a raw file holds: the number the document
+# gives must be the raw file's. Each check names the document, a Perl regex
+# whose \K...(?=...) match is the number in the document (line breaks read
+# as spaces, as the docs wrap them), the raw file and the same for it. Run
+# only with the default documents.
+((${#docs[@]} == 4 && $# == 0)) || exit 0
+flat() { tr '\n' ' ' <"$1" | tr -s ' '; }
+mismatched=0
+count_check() {
+    local doc=$1 doc_re=$2 raw=$3 raw_re=$4 what=$5 in_doc in_raw
+    in_doc=$(flat "$doc" | grep -oP "$doc_re" | head -n 1 || true)
+    in_raw=$(flat "$raw" | grep -oP "$raw_re" | tail -n 1 || true)
+    if [[ -z "$in_doc" || -z "$in_raw" ]]; then
+        echo "COUNT $doc: $what: not found (document: '${in_doc}', $raw: '${in_raw}')"
+        mismatched=$((mismatched + 1))
+    elif [[ "$in_doc" != "$in_raw" ]]; then
+        echo "COUNT $doc: $what is $in_doc, $raw says $in_raw"
+        mismatched=$((mismatched + 1))
+    fi
+}
+tests=bench/results/2026-11-27-test-count.txt
+rows=bench/results/2026-11-27-goro-bench-list.txt
+count_check README.md '\(\K[0-9]+(?= tests in [0-9]+ min [0-9]+ s)' \
+    "$tests" 'tests run \(passed \+ failed\): \K[0-9]+' "the test count of cargo test --workspace"
+count_check README.md '\([0-9]+ tests in \K[0-9]+ min [0-9]+ s(?= )' \
+    "$tests" 'wall time: [0-9]+ s \(\K[0-9]+ min [0-9]+ s(?=\))' "the time of cargo test --workspace"
+count_check README.md '`compare --full` runs all \K[0-9]+(?= rows)' \
+    "$rows" '\K[0-9]+(?= rows in `compare --full` at procs 1,2)' "compare --full's rows"
+count_check README.md 'about a minute after the build \(\K[0-9]+(?= rows)' \
+    "$rows" '\K[0-9]+(?= rows in the default `compare`)' "the default compare's rows"
+if ((mismatched > 0)); then
+    echo "check-results: $mismatched counts in the documents differ from their raw files"
+    exit 1
+fi
+echo "check-results: the counts the README gives match their raw files"

@@ -139,6 +139,7 @@ pub fn run(
         }
     };
     let new_spec = custom.new.clone().unwrap_or_default();
+    let (mut run_info, t0) = (crate::report::RunInfo::start(), std::time::Instant::now());
     let seeds: Vec<&'static Seed> = if seed_arg == "all" {
         SEEDS.iter().collect()
     } else {
@@ -229,6 +230,7 @@ pub fn run(
         bin: None,
         names: Default::default(),
         note: Some("ab runs goro only".into()),
+        broken: false,
     };
     // ab alone pays for find_cpu_share's clock reads (Opts::find_cpu).
     let opts = &Opts {
@@ -334,8 +336,10 @@ pub fn run(
         println!("{failed} measurement(s) failed; see the lines above");
     }
     let code = 0;
+    run_info.finish(t0);
+    println!("{}", run_info.end_line());
     if let Some(path) = json {
-        if let Err(e) = crate::report::write_json(path, &crate::report::json(&all_ms)) {
+        if let Err(e) = crate::report::write_json(path, &crate::report::json(&all_ms, &run_info)) {
             eprintln!("goro-bench: {e}");
             return 1;
         }

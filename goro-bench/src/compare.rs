@@ -113,6 +113,20 @@ pub fn not_comparable_go(name: &str) -> Option<&'static str> {
     )
 }
 
+/// Rows where Go's twin does a different operation than goro's body under
+/// the same name (marked `d`, left out of the go mean). `yield_many`:
+/// `goro::yield_now` (like tokio's `yield_now`) puts the task at the tail
+/// of its P's local queue, on its warm P and without a lock; Go's
+/// `runtime.Gosched` puts the goroutine on the global run queue, under the
+/// scheduler's lock, where a P looks only every 61st schedule or when its
+/// own queue is empty. The row times two different paths, not one path done
+/// better (`goro/src/sched/spawn.rs`, `yield_now`).
+pub fn different_op_go(name: &str) -> Option<&'static str> {
+    (name == "yield_many").then_some(
+        "goro's yield_now requeues on its P's local queue (no lock); Go's runtime.Gosched puts the goroutine on the global run queue (the scheduler's lock)",
+    )
+}
+
 /// goro over one peer in one row.
 #[derive(Clone, Debug)]
 pub struct Ratio {
@@ -122,17 +136,33 @@ pub struct Ratio {
     pub value: f64,
     /// Of wall or CPU ns/op.
     pub basis: Basis,
-    /// Every goro run slower than every run of the peer.
+    /// The ratio's range over the runs: goro's fastest run ÷ the peer's
+    /// slowest, and goro's slowest ÷ the peer's fastest. It holds 1.0
+    /// exactly when the two run ranges overlap ([`Ratio::within_noise`]);
+    /// the chart draws it as the bar's error bar.
+    pub lo: f64,
+    /// See [`Ratio::lo`].
+    pub hi: f64,
+    /// Every goro run slower than every run of the peer (`lo > 1`).
     pub slower_beyond_noise: bool,
     /// The win is (partly) from stackless tasks (go ratio only).
     pub stackless: bool,
-    /// Not comparable, left out of the mean (go ratio only).
+    /// Not comparable, left out of the mean (go ratio only): `x` (the
+    /// measures differ) or `d` ([`different_op_go`]).
     pub excluded: bool,
+    /// Go's twin does a different operation ([`different_op_go`]).
+    pub different_op: bool,
 }
 
 impl Ratio {
+    /// The ratio cannot be told from 1.0: the run ranges overlap, so a
+    /// value below 1 is no clean win and one above 1 no clean loss.
+    pub fn within_noise(&self) -> bool {
+        self.lo <= 1.0 && self.hi >= 1.0
+    }
     /// The marks after the value in the table: `c` CPU basis, `s`
-    /// stackless, `x` not comparable.
+    /// stackless, `x` not comparable, `d` a different operation, `~`
+    /// within noise.
     pub fn marks(&self) -> String {
         let mut m = String::new();
         if self.basis == Basis::Cpu {
@@ -141,12 +171,17 @@ impl Ratio {
         if self.stackless {
             m.push('s');
         }
-        if self.excluded {
+        if self.different_op {
+            m.push('d');
+        } else if self.excluded {
             m.push('x');
+        }
+        if self.within_noise() {
+            m.push('~');
         }
         m
     }
-    /// The table cell: `0.54`, `0.81c`, `0.13x`.
+    /// The table cell: `0.54`, `0.81c`, `0.13x`, `0.60~`.
     pub fn cell(&self) -> String {
         format!("{:.2}{}", self.value, self.marks())
     }
@@ -170,13 +205,22 @@ pub fn ratio(w: &Workload, ms: &[Measurement], peer: &'static str) -> Option<Rat
         return None;
     }
     let go = peer == "go";
+    let ((gmin, gmax), (pmin, pmax)) = (stats::min_max(&gv), stats::min_max(&pv));
+    let different_op = go && different_op_go(&w.name).is_some();
     Some(Ratio {
         peer,
         value: gm / pm,
         basis: b,
-        slower_beyond_noise: stats::min_max(&gv).0 > stats::min_max(&pv).1,
+        lo: gmin / pmax,
+        hi: if pmin > 0.0 {
+            gmax / pmin
+        } else {
+            f64::INFINITY
+        },
+        slower_beyond_noise: gmin > pmax,
         stackless: go && stackless(&w.name) && gm < pm,
-        excluded: go && not_comparable_go(&w.name).is_some(),
+        excluded: go && (not_comparable_go(&w.name).is_some() || different_op),
+        different_op,
     })
 }
 
@@ -276,8 +320,20 @@ pub fn legend(
     if any(&|r| r.stackless) {
         out.push("  s          the win over Go is partly from stackless tasks (thousands of live tasks, no 8 KiB stack each); a program with few tasks keeps little of it".to_string());
     }
-    if any(&|r| r.excluded) {
+    if any(&|r| r.excluded && !r.different_op) {
         out.push("  x          not comparable with Go (pool cycles: goro measures a caller-side pointer swap, the reclaim done later on another thread; Go a stop-the-world runtime.GC()); left out of the mean".to_string());
+    }
+    if any(&|r| r.different_op) {
+        out.push("  d          a different operation on Go's side (yield_many: goro's yield_now, like tokio's, requeues the task on its P's local queue without a lock; Go's runtime.Gosched puts it on the global run queue under the scheduler's lock); left out of the go mean".to_string());
+    }
+    if any(&|r| r.within_noise()) {
+        out.push("  ~          within noise: the ratio's range over the runs (goro's fastest ÷ the peer's slowest .. goro's slowest ÷ the peer's fastest; the chart's error bar) holds 1.0, i.e. the run ranges overlap: a ratio below 1 so marked is no clean win, one above 1 no clean loss".to_string());
+    }
+    if rows
+        .iter()
+        .any(|r| r.procs == 1 && r.ratios.iter().any(|x| x.peer == "tokio"))
+    {
+        out.push("  tokio p1   tokio at procs 1 is its multi-thread runtime with one worker thread (worker_threads(1)), never current_thread: the body is spawned onto the worker (fan_in/main, fan_in/local: polled by block_on on the calling thread beside it)".to_string());
     }
     if quick_rows {
         out.push(
@@ -305,6 +361,15 @@ pub fn legend(
         out.push(format!("    {}: {meaning}", keys.join(", ")));
     }
     out
+}
+
+/// The exit status of `run` and `compare`: 1 when any measurement failed,
+/// whichever column (a panic, a timeout, a failed check, a failing Go child,
+/// a runtime that did not shut down), or when a go toolchain is present but
+/// the twins are unusable (`go_broken`); else 0. A column that is only
+/// missing (no `go` on the PATH, no twin for a row) is a warning.
+pub fn exit_status(all: &[Measurement], go_broken: bool) -> i32 {
+    i32::from(go_broken || all.iter().any(|m| m.error.is_some()))
 }
 
 /// Geometric mean; NaN when empty.
@@ -391,10 +456,24 @@ pub fn summary(rows: &[RowResult], peers: &[&'static str]) -> Vec<String> {
         let excluded = list(&|x| x.excluded);
         if !excluded.is_empty() {
             out.push(format!(
-                "  left out of the go mean, not comparable (x): {}",
+                "  left out of the go mean, not comparable (x) or a different operation (d): {}",
                 excluded.join(", ")
             ));
         }
+    }
+    for p in &peers {
+        let count = |pred: &dyn Fn(&Ratio) -> bool| {
+            rows.iter()
+                .flat_map(|r| &r.ratios)
+                .filter(|x| x.peer == *p && !x.excluded && pred(x))
+                .count()
+        };
+        out.push(format!(
+            "  vs {p}: goro faster beyond noise in {}, slower beyond noise in {}, within noise (~) in {} rows",
+            count(&|x| !x.within_noise() && x.value < 1.0),
+            count(&|x| !x.within_noise() && x.value > 1.0),
+            count(&|x| x.within_noise()),
+        ));
     }
     let lose = list(&|x| x.value > 1.0 && x.slower_beyond_noise && !x.excluded);
     out.push(if lose.is_empty() {
@@ -410,6 +489,13 @@ pub fn summary(rows: &[RowResult], peers: &[&'static str]) -> Vec<String> {
         out.push(format!(
             "  goro slower within noise (run ranges overlap): {}",
             close.join(", ")
+        ));
+    }
+    let unclear = list(&|x| x.value <= 1.0 && x.within_noise() && !x.excluded);
+    if !unclear.is_empty() {
+        out.push(format!(
+            "  goro faster within noise (run ranges overlap, no clean win): {}",
+            unclear.join(", ")
         ));
     }
     out
@@ -450,7 +536,7 @@ mod tests {
         let s = summary(&rows, &["go"]).join("\n");
         assert!(s.contains("0.50 (1)"), "{s}");
         assert!(
-            s.contains("not comparable (x): pool_w p1 vs go 0.01"),
+            s.contains("not comparable (x) or a different operation (d): pool_w p1 vs go 0.01"),
             "{s}"
         );
     }
@@ -461,7 +547,14 @@ mod tests {
         assert!(geomean(&[]).is_nan());
     }
 
-    fn row(group: &'static str, peer: &'static str, v: f64, slower: bool) -> RowResult {
+    /// A row whose ratio is `v`: beyond noise (the range a tenth around
+    /// `v`, away from 1.0) when `clear`, else a range holding 1.0.
+    fn row(group: &'static str, peer: &'static str, v: f64, clear: bool) -> RowResult {
+        let (lo, hi) = if clear {
+            (v * 0.95, v * 1.05)
+        } else {
+            (v.min(1.0) * 0.9, v.max(1.0) * 1.1)
+        };
         RowResult {
             name: format!("{group}_w"),
             group,
@@ -470,9 +563,12 @@ mod tests {
                 peer,
                 value: v,
                 basis: Basis::Wall,
-                slower_beyond_noise: slower,
+                lo,
+                hi,
+                slower_beyond_noise: lo > 1.0,
                 stackless: false,
                 excluded: false,
+                different_op: false,
             }],
         }
     }
@@ -496,5 +592,113 @@ mod tests {
             "{s}"
         );
         assert!(!s.contains("vs tokio"), "{s}");
+        assert!(
+            s.contains(
+                "faster within noise (run ranges overlap, no clean win): sched_w p1 vs go 0.50"
+            ),
+            "{s}"
+        );
+        assert!(
+            s.contains("vs go: goro faster beyond noise in 0, slower beyond noise in 1, within noise (~) in 2 rows"),
+            "{s}"
+        );
+    }
+
+    /// One measurement of `imp` with these wall ns/op per run (one op each).
+    fn meas(workload: &str, procs: usize, imp: &'static str, ns: &[u64]) -> Measurement {
+        Measurement {
+            workload: workload.into(),
+            procs,
+            label: imp.into(),
+            impl_name: imp,
+            policy: String::new(),
+            samples: ns
+                .iter()
+                .map(|&n| crate::harness::Sample {
+                    ops: 1,
+                    wall_ns: n,
+                    cpu_ns: n,
+                    extra: Vec::new(),
+                })
+                .collect(),
+            missing: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn a_win_whose_runs_overlap_the_peers_is_marked_within_noise() {
+        // spawn_chain 0.60 ±80%: the median is well below the peer's, but
+        // goro's slowest run is slower than the peer's fastest.
+        let w = Workload::new("spawn_chain", "sched", "op", (1, 1));
+        let ms = [
+            meas("spawn_chain", 2, "goro", &[40, 60, 108]),
+            meas("spawn_chain", 2, "go", &[95, 100, 105]),
+        ];
+        let r = ratio(&w, &ms, "go").unwrap();
+        assert!((r.value - 0.60).abs() < 1e-9, "{r:?}");
+        assert!(r.within_noise() && !r.slower_beyond_noise, "{r:?}");
+        assert_eq!(r.cell(), "0.60~");
+        assert!((r.lo - 40.0 / 105.0).abs() < 1e-9 && (r.hi - 108.0 / 95.0).abs() < 1e-9);
+        // Every goro run faster than every peer run: a clean win.
+        let ms = [
+            meas("spawn_chain", 2, "goro", &[55, 60, 65]),
+            meas("spawn_chain", 2, "go", &[95, 100, 105]),
+        ];
+        let r = ratio(&w, &ms, "go").unwrap();
+        assert!(!r.within_noise(), "{r:?}");
+        assert_eq!(r.cell(), "0.60");
+    }
+
+    #[test]
+    fn any_failed_column_fails_the_command_and_a_missing_go_does_not() {
+        let ok = meas("ring/n=100", 2, "goro", &[1, 2, 3]);
+        let mut tokio_failed = meas("ring/n=100", 2, "tokio", &[1]);
+        tokio_failed.error = Some("panicked: boom".into());
+        let mut go_failed = meas("ring/n=100", 2, "go", &[]);
+        go_failed.error = Some("exit status 2".into());
+        let mut go_missing = meas("ring/n=100", 2, "go", &[]);
+        go_missing.missing = Some("go: not on PATH; the go column is left empty".into());
+        let mut goro_hung = meas("ring/n=100", 2, "goro", &[1, 2, 3]);
+        goro_hung.error = Some("shutting the runtime down: timed out after 20s".into());
+        assert_eq!(exit_status(&[ok.clone(), go_missing.clone()], false), 0);
+        assert_eq!(exit_status(&[ok.clone(), tokio_failed], false), 1);
+        assert_eq!(exit_status(&[ok.clone(), go_failed], false), 1);
+        assert_eq!(exit_status(&[goro_hung, go_missing.clone()], false), 1);
+        // go on the PATH but bench/go does not build: every go column is
+        // only "missing", and the command still fails.
+        assert_eq!(exit_status(&[ok, go_missing], true), 1);
+    }
+
+    #[test]
+    fn yield_many_against_go_is_a_different_operation_left_out_of_the_mean() {
+        let w = Workload::new("yield_many", "sched", "op", (1, 1));
+        let ms = [
+            meas("yield_many", 2, "goro", &[10, 10, 10]),
+            meas("yield_many", 2, "tokio", &[40, 40, 40]),
+            meas("yield_many", 2, "go", &[50, 50, 50]),
+        ];
+        let go = ratio(&w, &ms, "go").unwrap();
+        assert!(go.different_op && go.excluded, "{go:?}");
+        assert_eq!(go.cell(), "0.20d");
+        let tokio = ratio(&w, &ms, "tokio").unwrap();
+        assert!(!tokio.different_op && !tokio.excluded, "{tokio:?}");
+        let rows = vec![RowResult {
+            name: w.name.clone(),
+            group: "sched",
+            procs: 1,
+            ratios: vec![go, tokio],
+        }];
+        let s = summary(&rows, &["go", "tokio"]).join("\n");
+        assert!(
+            s.contains("a different operation (d): yield_many p1 vs go 0.20"),
+            "{s}"
+        );
+        let l = legend(&rows, &[], 3, false).join("\n");
+        assert!(l.contains("  d  ") && l.contains("runtime.Gosched"), "{l}");
+        assert!(
+            l.contains("tokio p1") && l.contains("never current_thread"),
+            "{l}"
+        );
     }
 }

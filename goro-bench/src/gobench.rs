@@ -20,8 +20,12 @@
 //! `bench/go`) and skips the build: for a machine without Go, such as a
 //! larger one the binaries are copied to for a scaling run.
 //!
-//! Without `go` on PATH, or when the build fails, [`GoBench::note`] says so
-//! in one line and the Go column stays empty; nothing else fails.
+//! Without `go` on PATH, [`GoBench::note`] says so in one line and the Go
+//! column stays empty; nothing else fails. When the toolchain is there (or
+//! `GORO_BENCH_GO_BIN` names a twin) but the twin does not build or does not
+//! list its workloads, the column is empty too and [`GoBench::broken`] is
+//! set: `run` and `compare` then exit 1, since a Go column that silently
+//! vanished would read as "no Go here".
 
 use crate::harness::Sample;
 use crate::netload::Cpu;
@@ -45,6 +49,9 @@ pub struct GoBench {
     pub names: HashSet<String>,
     /// Why there is no Go column (one line), when there is none.
     pub note: Option<String>,
+    /// The toolchain (or a named prebuilt twin) is there but unusable: the
+    /// build or `-list` failed. Not set when `go` is simply not on PATH.
+    pub broken: bool,
 }
 
 fn go_dir() -> PathBuf {
@@ -81,24 +88,28 @@ fn stale(dir: &Path, bin: &Path) -> bool {
 impl GoBench {
     /// Finds or builds the twin. Never fails: problems become `note`.
     pub fn prepare() -> GoBench {
-        let none = |note: String| GoBench {
+        let none = |note: String, broken: bool| GoBench {
             bin: None,
             names: HashSet::new(),
             note: Some(note),
+            broken,
         };
         let prebuilt = std::env::var_os("GORO_BENCH_GO_BIN").map(PathBuf::from);
         let bin = match prebuilt {
             Some(bin) if bin.is_file() => bin,
             Some(bin) => {
-                return none(format!(
-                    "go: GORO_BENCH_GO_BIN={} is not a file (expected a binary built by \
-                     `go build` in bench/go); the go column is left empty",
-                    bin.display()
-                ))
+                return none(
+                    format!(
+                        "go: GORO_BENCH_GO_BIN={} is not a file (expected a binary built by \
+                         `go build` in bench/go); the go column is left empty",
+                        bin.display()
+                    ),
+                    true,
+                )
             }
             None => match Self::build() {
                 Ok(bin) => bin,
-                Err(note) => return none(note),
+                Err((note, broken)) => return none(note, broken),
             },
         };
         let names = match Command::new(&bin)
@@ -113,26 +124,36 @@ impl GoBench {
                 .map(str::to_string)
                 .collect(),
             _ => {
-                return none(format!(
-                    "go: {} -list failed; the go column is left empty",
-                    bin.display()
-                ))
+                return none(
+                    format!(
+                        "go: {} -list failed; the go column is left empty",
+                        bin.display()
+                    ),
+                    true,
+                )
             }
         };
         GoBench {
             bin: Some(bin),
             names,
             note: None,
+            broken: false,
         }
     }
 
     /// Builds `bench/go` into `target/goro-bench-go` when a source is newer
-    /// than the binary; the error is the one-line note for the table.
-    fn build() -> Result<PathBuf, String> {
+    /// than the binary; the error is the one-line note for the table and
+    /// whether the toolchain was there ([`GoBench::broken`]).
+    fn build() -> Result<PathBuf, (String, bool)> {
         let dir = go_dir();
         if !on_path("go") {
-            return Err("go: not on PATH; the go column is left empty".into());
+            return Err(("go: not on PATH; the go column is left empty".into(), false));
         }
+        Self::build_with_go(dir).map_err(|note| (note, true))
+    }
+
+    /// [`GoBench::build`] once `go` is known to be on PATH.
+    fn build_with_go(dir: PathBuf) -> Result<PathBuf, String> {
         let dir = match dir.canonicalize() {
             Ok(d) => d,
             Err(e) => {

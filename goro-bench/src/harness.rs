@@ -649,16 +649,98 @@ pub fn measure_row(
             ui.step();
         }
     }
-    // Shut the row's runtimes down under a deadline too: a runtime that
-    // cannot stop must not hang the report.
-    if let Err(e) = guarded(Duration::from_secs(20), move || {
-        drop(states);
-        Ok(())
-    }) {
-        ui.note(&format!(
-            "{} procs={procs}: shutting the runtimes down: {e}",
-            w.name
-        ));
+    // Shut the row's runtimes down one by one, each under a deadline: a
+    // runtime that cannot stop must not hang the report, and it is that
+    // column's failure (a hang at shutdown is a lost wakeup too), which
+    // fails `run` and `compare`.
+    for (i, st) in states.into_iter().enumerate() {
+        if matches!(st, State::Off) {
+            continue;
+        }
+        if let Err(e) = guarded(opts.timeout.min(SHUTDOWN_LIMIT), move || {
+            drop(st);
+            Ok(())
+        }) {
+            let e = format!("shutting the runtime down: {e}");
+            ui.note(&format!(
+                "{} procs={procs} {}: {e}",
+                w.name, contenders[i].label
+            ));
+            ms[i].error.get_or_insert(e);
+        }
     }
     ms
+}
+
+/// Longest a row's runtime (or served Go twin) may take to shut down (or
+/// the run deadline, `--timeout`, when that is shorter).
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(20);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{body, Meter, RunOut};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// Set to let the task stuck in its poll go (the test's cleanup).
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+    /// Set by that task once its poll has begun.
+    static STUCK: AtomicBool = AtomicBool::new(false);
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    #[test]
+    fn a_runtime_that_hangs_at_shutdown_fails_its_column() {
+        // The body's last call leaves a task in a poll that does not return
+        // (until RELEASE): the runs complete, the runtime's drop then waits
+        // for that thread.
+        let w =
+            Workload::new("hang_at_shutdown", "sched", "op", (1, 1)).goro(Ok(body(|_ctx| async {
+                let m = Meter::start();
+                if CALLS.fetch_add(1, Ordering::SeqCst) == 1 {
+                    drop(goro::spawn(async {
+                        STUCK.store(true, Ordering::SeqCst);
+                        while !RELEASE.load(Ordering::SeqCst) {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                    }));
+                    // Return only once the poll has begun: a shutdown
+                    // before it would drop the task unpolled.
+                    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                    while !STUCK.load(Ordering::SeqCst) {
+                        assert!(
+                            std::time::Instant::now() < deadline,
+                            "the stuck task was not polled within 10 s"
+                        );
+                        goro::yield_now().await;
+                    }
+                }
+                RunOut::new(1, m.stop())
+            })));
+        let contenders = [Contender {
+            label: "goro".into(),
+            kind: Kind::Goro(goro::Policy::default()),
+            policy_spec: String::new(),
+        }];
+        let opts = Opts {
+            runs: 1,
+            quick: true,
+            timeout: Duration::from_secs(2),
+            find_cpu: false,
+        };
+        let go = GoBench {
+            bin: None,
+            names: Default::default(),
+            note: Some("not in this test".into()),
+            broken: false,
+        };
+        let ui = Ui::new(steps(1, &opts));
+        let ms = measure_row(&w, 2, &contenders, &opts, &go, &ui);
+        RELEASE.store(true, Ordering::SeqCst);
+        assert_eq!(ms[0].samples.len(), 1, "the run itself completed: {ms:?}");
+        let e = ms[0].error.as_deref().unwrap_or("no error");
+        assert!(
+            e.starts_with("shutting the runtime down: timed out after 2s"),
+            "{e}"
+        );
+    }
 }

@@ -6,6 +6,7 @@
 //! goro-bench run <workload|group>[,...] [--procs 1,2,4] [--impl goro,tokio,go] [--runs N] [--quick] [--json FILE]
 //! goro-bench compare [--full | --quick] [--json FILE] [--svg FILE | --no-svg] [--procs ...]
 //! goro-bench ab <seed|all> [--procs ...] [--runs N] [--quick]
+//! goro-bench summarize FILE.json...
 //! ```
 //!
 //! Layout: `registry.rs` (what a workload is, selection), `workloads/` (one
@@ -14,7 +15,8 @@
 //! `load.rs` (oversub's second copy), `netload.rs` (the net group's load
 //! generator, one for every server), `stats.rs` (medians, Mann-Whitney),
 //! `report.rs` (table, JSON, SVG), `compare.rs` (compare's default rows,
-//! the ratio caveats, legend and summary), `ab.rs` (the seeds' A/B).
+//! the ratio caveats, legend and summary), `ab.rs` (the seeds' A/B),
+//! `summarize.rs` (the median and range over several runs' JSON).
 
 mod ab;
 mod compare;
@@ -26,6 +28,7 @@ mod registry;
 mod report;
 mod rt;
 mod stats;
+mod summarize;
 mod workloads;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -65,8 +68,9 @@ struct Common {
     #[arg(long)]
     quick: bool,
     /// Deadline of one run in seconds; a run past it is reported and abandoned.
-    /// Exit status: 1 if a goro run panicked, timed out or failed its
-    /// check; a tokio or Go failure is a warning only
+    /// Exit status (run, compare): 1 if any run panicked, timed out or
+    /// failed its check, or a runtime did not shut down; no `go` on the
+    /// PATH is a warning only
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     timeout: u64,
     /// Write the measurements as JSON to FILE
@@ -129,6 +133,16 @@ enum Cmd {
         #[command(flatten)]
         common: Common,
     },
+    /// The median and range over several `compare` (or `run`) JSON files:
+    /// per group and per row, with each run's load
+    #[command(
+        after_help = "Give three or more runs of the same command (compare --json FILE each time); each ratio is recomputed from the file's medians with compare's rules (basis, the rows left out of the go mean)."
+    )]
+    Summarize {
+        /// The JSON files written by --json
+        #[arg(required = true)]
+        files: Vec<String>,
+    },
     /// (internal) the second copy of the process for `oversub`
     #[command(name = "__load", hide = true)]
     Load {
@@ -153,9 +167,11 @@ the small op counts with 3 runs. Under the table: a legend (what ratio, ±
 and each extra metric mean), a summary (geometric means of goro ÷ tokio and
 goro ÷ Go per group, the rows where goro loses) and the path of the chart.
 
-Exit status: 1 when a goro run panics, times out or fails its own check; a
-tokio or Go failure (or no go toolchain) is a warning and leaves its column
-empty. Details: goro-bench/README.md";
+Exit status: 1 when a run of any column (goro, tokio, Go) panics, times out
+or fails its own check, when a row's runtime does not shut down, or when a
+go toolchain is on the PATH but the twins do not build; no go toolchain is a
+warning and leaves the Go column empty. The load averages at the start and
+the end are printed and written into the JSON. Details: goro-bench/README.md";
 
 fn default_procs() -> Vec<usize> {
     let cores = std::thread::available_parallelism()
@@ -266,6 +282,18 @@ fn main() {
                 },
             )
         }
+        Cmd::Summarize { files } => match summarize::lines(&files) {
+            Ok(lines) => {
+                for l in lines {
+                    println!("{l}");
+                }
+                0
+            }
+            Err(e) => {
+                eprintln!("goro-bench summarize: {e}");
+                2
+            }
+        },
         Cmd::Load {
             workload,
             runtime,
@@ -334,7 +362,24 @@ fn list() -> i32 {
     for (why, names) in by {
         println!("note: {why}: {}", names.join(", "));
     }
+    let procs = default_procs();
+    println!(
+        "{} workloads; {} rows in `compare --full` at procs {} (a workload with fixed procs runs once); {} rows in the default `compare`",
+        reg.len(),
+        full_rows(&reg, &procs),
+        procs
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        compare::DEFAULT.iter().map(|p| p.procs.len()).sum::<usize>(),
+    );
     0
+}
+
+/// The rows `compare --full` runs at these procs.
+fn full_rows(reg: &[registry::Workload], procs: &[usize]) -> usize {
+    reg.iter().map(|w| harness::procs_for(w, procs).len()).sum()
 }
 
 /// One planned row: a workload at a procs, with the quick op counts or not.
@@ -420,6 +465,7 @@ fn suite(
             bin: None,
             names: Default::default(),
             note: Some("go not selected".into()),
+            broken: false,
         }
     };
     let contenders: Vec<Contender> = impls
@@ -442,6 +488,8 @@ fn suite(
         .unwrap_or(0);
     let table = report::Table::new(impls.to_vec(), longest);
     let t0 = Instant::now();
+    let mut run_info = report::RunInfo::start();
+    ui.out(&run_info.start_line());
     let n_quick = rows.iter().filter(|r| r.2).count();
     ui.out(&format!(
         "goro-bench: {} rows, {} runs each{}, interleaved {}",
@@ -495,11 +543,16 @@ fn suite(
     for l in compare::summary(&results, &table.peers()) {
         println!("{l}");
     }
-    println!("took {:.1}s", t0.elapsed().as_secs_f64());
-    // A failed run (panic, timeout, a failing Go child) was reported on its
-    // own line and the rest of the rows still ran. A goro failure fails the
-    // command (a hang is what a lost wakeup looks like); a peer's (tokio,
-    // Go: a missing toolchain, say) stays a warning.
+    run_info.finish(t0);
+    println!("{}", run_info.end_line());
+    println!("took {:.1}s", run_info.took_s);
+    // A failed run (panic, timeout, a failing Go child, a runtime that did
+    // not shut down) was reported on its own line and the rest of the rows
+    // still ran; it fails the command, whichever column it was in: a hang
+    // is what a lost wakeup looks like, and a twin that fails leaves a
+    // ratio missing that the summary would not name. A toolchain that is
+    // absent (no `go` on the PATH) only leaves its column empty, a warning;
+    // one that is present but cannot build or list the twins fails.
     let failed = all.iter().filter(|m| m.error.is_some()).count();
     let goro_failed = all
         .iter()
@@ -508,9 +561,15 @@ fn suite(
     if failed > 0 {
         println!("{failed} measurement(s) failed ({goro_failed} of goro's); see the lines above");
     }
-    let mut code = i32::from(goro_failed > 0);
+    let mut code = compare::exit_status(&all, go.broken);
+    if go.broken {
+        println!(
+            "the Go twins are unusable although go is on the PATH (or GORO_BENCH_GO_BIN names one): {}",
+            go.note.as_deref().unwrap_or("?")
+        );
+    }
     if let Some(path) = &common.json {
-        match report::write_json(path, &report::json(&all)) {
+        match report::write_json(path, &report::json(&all, &run_info)) {
             Ok(()) => println!("wrote {}", path.display()),
             Err(e) => {
                 eprintln!("goro-bench: {e}");
@@ -528,4 +587,49 @@ fn suite(
         }
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The number right after `before` in `text` (line breaks read as
+    /// spaces, as the docs wrap them).
+    fn number_after(text: &str, before: &str) -> Option<usize> {
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let rest = &flat[flat.find(before)? + before.len()..];
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    }
+
+    #[test]
+    fn the_row_counts_the_docs_give_are_the_registrys() {
+        let reg = registry::all();
+        let full = full_rows(&reg, &[1, 2]);
+        let default: usize = compare::DEFAULT.iter().map(|p| p.procs.len()).sum();
+        let readme = include_str!("../../README.md");
+        let bench_readme = include_str!("../README.md");
+        assert_eq!(
+            number_after(readme, "`compare --full` runs all "),
+            Some(full),
+            "README.md: `compare --full` runs all N rows (at procs 1,2 on the 2-core VM)"
+        );
+        assert_eq!(
+            number_after(readme, "about a minute after the build ("),
+            Some(default),
+            "README.md: the default compare's row count"
+        );
+        assert_eq!(
+            number_after(bench_readme, "**Default** (no flag): "),
+            Some(default),
+            "goro-bench/README.md: the default compare's row count"
+        );
+        assert_eq!(
+            number_after(COMPARE_HELP, "By default compare runs "),
+            Some(default),
+            "COMPARE_HELP"
+        );
+    }
 }

@@ -1,11 +1,10 @@
-//! `Runtime::set_procs` while tasks run (issue 21): a resize from 8 to 1
+//! `Runtime::set_procs` while tasks run: a resize from 8 to 1
 //! and back to 8, several times, under a ring of tasks, timers armed from
 //! tasks and from outside, a pool and TCP echo, with every message
 //! delivered once, every timer fired once and never early, and every
 //! pooled value dropped once.
 
 mod common;
-#[path = "net_support.rs"]
 mod net_support;
 
 use common::{wait_until, within};
@@ -164,7 +163,7 @@ fn resize_8_to_1_and_back_keeps_every_message_timer_and_pooled_value() {
             let arm = arm.clone();
             inside.push(rt.spawn(async move {
                 goro::yield_now().await;
-                std::mem::forget(arm(i)); // the handle is not needed
+                drop(arm(i)); // the handle is not needed
             }));
         }
         rt.block_on(async {
