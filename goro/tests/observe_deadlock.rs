@@ -90,6 +90,43 @@ fn the_report_carries_the_dump() {
     );
 }
 
+/// The main task a failed `Runtime::run` reported is forgotten with it: a
+/// later deadlock of the same runtime names its `block_on` caller.
+#[test]
+fn a_failed_run_forgets_its_main_task() {
+    let rt = fail_fast();
+    let report = |r: std::thread::Result<()>| -> String {
+        r.expect_err("a deadlock must fail when the check is set to Fail")
+            .downcast_ref::<String>()
+            .cloned()
+            .expect("the failure carries the report as a String")
+    };
+    let (tx, rx) = chan::bounded::<u32>(0);
+    let first = report(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+        || {
+            rt.run(async move {
+                let _ = rx.recv().await;
+            })
+        },
+    )));
+    assert!(first.contains("the main task (chan receive)"), "{first}");
+    // The old main task ends (its channel closes), so the runtime leaves
+    // the idle period the first report was made in.
+    drop(tx);
+    let second = report(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+        || {
+            rt.block_on(async {
+                let (_tx, rx) = chan::bounded::<u32>(0);
+                let _ = rx.recv().await;
+            })
+        },
+    )));
+    assert!(
+        second.starts_with("goro: likely deadlock: the block_on caller (chan receive)"),
+        "the second report still named the first run's main task:\n{second}"
+    );
+}
+
 #[test]
 fn silent_while_a_timer_is_armed() {
     let rt = fail_fast();

@@ -82,8 +82,9 @@ pub const DEFAULT_DEADLOCK_GRACE: Duration = Duration::from_secs(1);
 pub(crate) struct Detector {
     mode: AtomicU8,
     grace_ns: AtomicU64,
-    /// The report that `Fail` hands to `block_on`.
-    failure: Mutex<Option<String>>,
+    /// How many reports `Fail` has made, and the last one, which it hands
+    /// to the `block_on` callers that were waiting when it was made.
+    failure: Mutex<(u64, Option<String>)>,
     /// Threads in `block_on`, to wake with a failure.
     callers: Mutex<Vec<std::thread::Thread>>,
     /// The id of the task `Runtime::run` waits for (0: none), which the
@@ -96,7 +97,7 @@ impl Detector {
         Detector {
             mode: AtomicU8::new(Deadlock::Off as u8),
             grace_ns: AtomicU64::new(DEFAULT_DEADLOCK_GRACE.as_nanos() as u64),
-            failure: Mutex::new(None),
+            failure: Mutex::new((0, None)),
             callers: Mutex::new(Vec::new()),
             main: AtomicU64::new(0),
         }
@@ -146,9 +147,21 @@ impl Detector {
         }
     }
 
-    /// The report `block_on` must fail with, if the check found one.
-    pub(crate) fn failure(&self) -> Option<String> {
-        self.failure.lock().unpoison().clone()
+    /// How many reports the check has made so far: a `block_on` caller
+    /// notes it on entry and fails only with a later one
+    /// ([`Detector::failure_after`]), not with a report about an earlier
+    /// wait.
+    pub(crate) fn reports(&self) -> u64 {
+        self.failure.lock().unpoison().0
+    }
+
+    /// The report `block_on` must fail with, if the check made one after
+    /// the caller's [`Detector::reports`] was `seen`.
+    pub(crate) fn failure_after(&self, seen: u64) -> Option<String> {
+        match &*self.failure.lock().unpoison() {
+            (n, Some(report)) if *n > seen => Some(report.clone()),
+            _ => None,
+        }
     }
 }
 
@@ -174,7 +187,10 @@ pub(crate) fn check(det: &Detector, sched: &Sched, idle_for: Duration) {
             std::process::exit(2);
         }
         Deadlock::Fail => {
-            *det.failure.lock().unpoison() = Some(report);
+            {
+                let mut f = det.failure.lock().unpoison();
+                *f = (f.0 + 1, Some(report));
+            }
             for t in det.callers.lock().unpoison().iter() {
                 t.unpark();
             }

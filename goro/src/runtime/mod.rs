@@ -219,6 +219,7 @@ impl Runtime {
         let mut future = pin!(future);
         let _caller = BlockOnCaller::enter(&self.sched, &self.deadlock);
         let deadlock = &self.deadlock;
+        let reports_seen = deadlock.reports();
         loop {
             // Not a task (id 0): what it spawns has no parent, and the
             // reason it parks goes to the deadlock check.
@@ -234,7 +235,7 @@ impl Runtime {
                 let _parked = BlockOnParked::enter(&self.sched);
                 while !parker.notified.swap(false, Ordering::Acquire) {
                     std::thread::park();
-                    if let Some(report) = deadlock.failure() {
+                    if let Some(report) = deadlock.failure_after(reports_seen) {
                         panic!("{report}");
                     }
                 }
@@ -298,9 +299,19 @@ impl Runtime {
             );
         }
         let main = spawn_on(&self.sched, future, Some("main".into()));
+        // Cleared however `block_on` ends: a panic out of it (a deadlock
+        // report under `Deadlock::Fail`) must not leave a later `block_on`
+        // reported as the main task.
+        struct MainTask<'a>(&'a Detector);
+        impl Drop for MainTask<'_> {
+            fn drop(&mut self) {
+                self.0.set_main(None);
+            }
+        }
         self.deadlock.set_main(Some(main.id()));
+        let guard = MainTask(&self.deadlock);
         let out = self.block_on(main);
-        self.deadlock.set_main(None);
+        drop(guard);
         match out {
             Ok(v) => v,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
