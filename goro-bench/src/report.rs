@@ -283,7 +283,7 @@ impl RunInfo {
             self.cpus
         )
     }
-    /// The JSON object (the last element of [`json`]'s array).
+    /// The JSON object (the last element of [`json()`]'s array).
     pub fn json(&self) -> Value {
         json!({ "run": {
             "command": self.command,
