@@ -25,9 +25,15 @@
 //!   runtime can wake every parked task and have its future dropped. Tasks
 //!   that never park (the common case in spawn-heavy code) never give one.
 //!
-//! Rejected: a hand-written task header. `async-task` already does the one
-//! allocation, the state machine for wake-while-running and cancellation,
-//! and it measures within noise of a hand-rolled header for our workloads.
+//! `async-task` does the one allocation and the state machine for
+//! wake-while-running and cancellation. What it cannot do is what Go does
+//! with a dead `g`: keep the allocation, and its place in the task table,
+//! for the next spawn. It allocates and frees each task itself, so a spawn
+//! pays the allocator and the table's lock both ways (about a sixth of a
+//! spawn chain's time), and its header keeps a state word beside the
+//! record's. A task allocation of goro's own is the step that would take
+//! both away; `docs/ARCHITECTURE.md`, "What a parked task costs", counts
+//! the bytes at stake.
 
 use crate::loom::Unpoison;
 use std::any::Any;
