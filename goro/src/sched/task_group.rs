@@ -205,29 +205,30 @@ impl<T> TaskGroup<T> {
         T: Send + 'static,
     {
         let location = std::panic::Location::caller();
-        let Some(sched) = crate::sched::machine::current_sched() else {
+        let key = self.next_key;
+        let (shared, epoch) = (&self.shared, self.epoch);
+        let owner = Parent::group_owner(self.owner);
+        // The runtime borrowed from the thread's context (`spawn_at` takes
+        // the task's one reference count of it); the member is made only
+        // inside one, so a failed spawn reports no member gone.
+        let spawned = crate::sched::machine::with_current_sched(|sched| {
+            let member = Member {
+                future: Box::pin(future),
+                _report: Report {
+                    shared: shared.clone(),
+                    key,
+                    epoch,
+                },
+            };
+            crate::sched::spawn::spawn_at(sched, member, None, location, owner)
+        });
+        let Some(handle) = spawned else {
             panic!(
                 "goro::TaskGroup::spawn called outside a goro runtime: call it from a goro \
                  task or inside Runtime::block_on"
             );
         };
-        let key = self.next_key;
         self.next_key += 1;
-        let member = Member {
-            future: Box::pin(future),
-            _report: Report {
-                shared: self.shared.clone(),
-                key,
-                epoch: self.epoch,
-            },
-        };
-        let handle = crate::sched::spawn::spawn_at(
-            &sched,
-            member,
-            None,
-            location,
-            Parent::group_owner(self.owner),
-        );
         let id = handle.id();
         self.members.insert(key, handle);
         id
