@@ -38,7 +38,14 @@
 #                  scale-pP-policyN.txt/.json (the policy is the file's
 #                  first line), so one many-core run compares candidate
 #                  policies with the default on the same warm machine [none]
-#   OUT            the output folder (see above)
+#   SCALE_BINS     other goro-bench builds in SCALE_DIR, space-separated
+#                  file names (e.g. goro-bench-base): after each procs'
+#                  main run each runs the rows goro alone, into
+#                  scale-pP-NAME.txt/.json, to compare a change with the
+#                  code before it on the same warm machine [none]
+#   OUT            the output folder (see above); with OUT set the raw
+#                  files come packed in OUT/scale-raw.tar.gz, beside
+#                  summary.txt and host.txt
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -49,7 +56,7 @@ else
 fi
 dir=${SCALE_DIR:-$default_dir}
 
-usage() { sed -n '2,41p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,49p' "${BASH_SOURCE[0]}"; }
 
 build() {
     local root
@@ -119,7 +126,18 @@ run() {
         quick=(--quick)
         runs=${SCALE_RUNS:-3}
     fi
-    local out=${OUT:-bench/results/$(date -u +%F)-scale}
+    # With OUT set (the device tool, which brings back at most 8 files)
+    # the raw files are written to a scratch folder and packed into
+    # $OUT/scale-raw.tar.gz beside summary.txt and host.txt, also when the
+    # run is cut off.
+    local out
+    if [[ -n ${OUT:-} ]]; then
+        out=$(mktemp -d)
+        mkdir -p "$OUT"
+        trap 'pack "'"$out"'"' EXIT
+    else
+        out=bench/results/$(date -u +%F)-scale
+    fi
     mkdir -p "$out"
     host_info >"$out/host.txt" 2>&1
     if [[ -f $dir/build.txt ]]; then cp "$dir/build.txt" "$out/build.txt"; fi
@@ -142,6 +160,21 @@ run() {
             echo "scale.sh: procs $p: goro-bench exited $rc (see $out/scale-p$p.txt)" >&2
             failed=1
         fi
+        local alt
+        for alt in ${SCALE_BINS:-}; do
+            echo "scale.sh: procs $p, goro with $alt" >&2
+            echo "binary: $alt" >"$out/scale-p$p-$alt.txt"
+            set +e
+            "$dir/$alt" run "$rows" --procs "$p" --runs "$runs" ${quick[@]+"${quick[@]}"} \
+                --impl goro --timeout "${SCALE_TIMEOUT:-60}" \
+                --json "$out/scale-p$p-$alt.json" 2>&1 | tee -a "$out/scale-p$p-$alt.txt"
+            rc=${PIPESTATUS[0]}
+            set -e
+            if ((rc != 0)); then
+                echo "scale.sh: procs $p, $alt: exited $rc" >&2
+                failed=1
+            fi
+        done
         local n=0 pol
         local -a pols=()
         IFS=';' read -r -a pols <<<"${SCALE_POLICIES:-}"
@@ -163,12 +196,27 @@ run() {
     done
     # The tables alone, procs after procs: from each header to the blank
     # line before the legend.
+    local f
     for p in $procs; do
-        awk '/^workload /{on=1} on&&/^$/{exit} on' "$out/scale-p$p.txt"
-        echo
+        for f in "$out/scale-p$p.txt" "$out/scale-p$p"-*.txt; do
+            [[ -f $f ]] || continue
+            echo "== ${f##*/}: $(head -1 "$f")"
+            awk '/^workload /{on=1} on&&/^$/{exit} on' "$f"
+            echo
+        done
     done >"$out/summary.txt"
     echo "scale.sh: raw files in $out" >&2
     return "$failed"
+}
+
+# The device tool's OUT: one archive of the raw files, and the two files
+# read first.
+pack() {
+    local from=$1
+    tar czf "$OUT/scale-raw.tar.gz" -C "$from" .
+    cp "$from/host.txt" "$OUT/" 2>/dev/null || true
+    cp "$from/summary.txt" "$OUT/" 2>/dev/null || true
+    echo "scale.sh: raw files packed into $OUT/scale-raw.tar.gz" >&2
 }
 
 case "${1:-}" in
