@@ -16,6 +16,7 @@ func init() {
 	register(
 		Workload{"spawn_chain", "sched", "one goroutine spawn+run in a chain (each goroutine spawns the next)", spawnChain},
 		Workload{"spawn_many", "sched", "one goroutine spawned by a single spawner that decrements a shared counter", spawnMany},
+		Workload{"skynet", "sched", "one goroutine of a 10-ary tree of 10^6 leaves (10^5 quick), each inner goroutine summing its children's numbers", skynetRun},
 		Workload{"yield_many", "sched", "one runtime.Gosched() by one of 200 goroutines", yieldMany},
 		Workload{"ping_pong", "sched", "one round trip (two rendezvous hand-offs) between two goroutines", pingPong},
 	)
@@ -85,6 +86,60 @@ func spawnMany(b *B) {
 	<-done
 	b.Stop()
 	b.SetOps(n)
+}
+
+// skynetDiv is skynet's fan-out: every inner goroutine starts this many
+// children.
+const skynetDiv = 10
+
+// skynetRun — skynet (https://github.com/atemerev/skynet), the original's
+// program.
+//
+// The benchmark goroutine starts the root, `go skynet(c, 0, leaves, 10)`,
+// and receives its result from the unbuffered c. A goroutine of size 1 (a
+// leaf) sends its num; any other makes an unbuffered channel rc, starts 10
+// children over the 10 tenths of its range, receives 10 values from rc, and
+// sends their sum on c. The root's sum is checked: 0 + 1 + ... + leaves-1
+// (499999500000 for 10^6 leaves). One op = one goroutine started, run and
+// ended (ns per goroutine): leaves + leaves/10 + ... + 1 of them. Measured
+// from the root's `go` until its sum is received.
+// Ops: 1,111,111 (10^6 leaves, 6 levels below the root) normal, 111,111
+// (10^5 leaves, 5 levels) quick. Extras: leaves, div.
+func skynetRun(b *B) {
+	leaves := b.Size(1_000_000, 100_000)
+	tasks := 0
+	for n := leaves; n >= 1; n /= skynetDiv {
+		tasks += n
+	}
+	c := make(chan int)
+	b.Start()
+	go skynet(c, 0, leaves, skynetDiv)
+	sum := <-c
+	b.Stop()
+	if want := leaves * (leaves - 1) / 2; sum != want {
+		panic(fmt.Sprintf("skynet: sum %d, want %d", sum, want))
+	}
+	b.SetOps(tasks)
+	b.Extra("leaves", leaves)
+	b.Extra("div", skynetDiv)
+}
+
+// skynet is one goroutine of the skynet tree: the leaves num..num+size-1.
+func skynet(c chan int, num, size, div int) {
+	if size == 1 {
+		c <- num
+		return
+	}
+	rc := make(chan int)
+	var sum int
+	for i := 0; i < div; i++ {
+		subNum := num + i*(size/div)
+		go skynet(rc, subNum, size/div, div)
+	}
+	for i := 0; i < div; i++ {
+		sum += <-rc
+	}
+	c <- sum
 }
 
 // yieldTasks is the number of goroutines in yield_many (tokio's TASKS).

@@ -42,10 +42,10 @@
 use std::ptr::NonNull;
 
 use super::chan::{Chan, Inner};
+use super::lock::ChanGuard;
 use super::select::{case_order, SelectRecv, SelectSend};
 use super::waiter::{wake, Woken};
 use super::{RecvError, SendError, TryRecvError, TrySendError};
-use super::lock::ChanGuard;
 
 pub(super) mod sealed {
     pub trait Sealed {}
