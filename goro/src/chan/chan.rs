@@ -119,11 +119,11 @@ use crate::sched::task_meta::{blocked_on, Reason};
 use std::collections::VecDeque;
 use std::task::{Context, Poll};
 
-use super::lock::{ChanGuard, ChanLock};
+use super::lock::lock;
 use super::signal::{Signal, WakerId};
 use super::waiter::{wake, Claimed, Parked, WaitQueue, Waiter, Woken};
 use super::{RecvError, SendError, TryRecvError, TrySendError};
-use crate::loom::AtomicUsize;
+use crate::loom::{AtomicUsize, Mutex, MutexGuard};
 use crate::sched::timer::TimerInner;
 
 // --------------------------------------------------------------------------
@@ -140,7 +140,7 @@ pub(crate) struct Inner<T> {
 
 /// The shared channel (Go's `hchan`).
 pub(crate) struct Chan<T> {
-    inner: ChanLock<Inner<T>>,
+    inner: Mutex<Inner<T>>,
     cap: usize,
     /// Live `Sender` handles; the last one to go closes the channel.
     pub(crate) senders: AtomicUsize,
@@ -157,7 +157,7 @@ impl<T> Chan<T> {
 
     pub(crate) fn with_timer(cap: usize, timer: Option<std::sync::Arc<TimerInner>>) -> Chan<T> {
         Chan {
-            inner: ChanLock::new(Inner {
+            inner: Mutex::new(Inner {
                 buf: VecDeque::new(),
                 closed: false,
                 sendq: WaitQueue::new(),
@@ -199,8 +199,8 @@ impl<T> Chan<T> {
         self.cap
     }
 
-    pub(crate) fn lock(&self) -> ChanGuard<'_, Inner<T>> {
-        self.inner.lock()
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner<T>> {
+        lock(&self.inner)
     }
 
     pub(crate) fn len(&self) -> usize {

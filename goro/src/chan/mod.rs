@@ -75,8 +75,6 @@
 pub(crate) mod chan;
 mod error;
 mod lock;
-#[cfg(all(test, loom))]
-mod loom_lock;
 mod receiver;
 pub mod select;
 mod select_arg;

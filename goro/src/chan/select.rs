@@ -81,7 +81,7 @@
 //!
 //! Go locks every channel of a select at once, in address order, so that
 //! nobody can complete the select while it is still enqueueing. Doing that
-//! for a select that may wait means holding several `ChanGuard`s of
+//! for a select that may wait means holding several `MutexGuard`s of
 //! different element types across the cases of a future that lives across
 //! `await`s, which would make the case objects `!Send` (and the user's task
 //! with them) or need `unsafe`. Instead a waiting select holds at most one

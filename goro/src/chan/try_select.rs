@@ -22,7 +22,7 @@
 //! The blocking `select!` (`select.rs`) does not need this: it never takes a
 //! `default`, and its park pass re-checks each case under that case's lock.
 //!
-//! The cases here hold a channel's `ChanGuard` between [`TryCase::lock`]
+//! The cases here hold a channel's `MutexGuard` between [`TryCase::lock`]
 //! and [`TryCase::unlock`], which makes them `!Send`; they never cross an
 //! `await` (the look itself is a plain function call), so nothing needs
 //! them to be.
@@ -42,10 +42,10 @@
 use std::ptr::NonNull;
 
 use super::chan::{Chan, Inner};
-use super::lock::ChanGuard;
 use super::select::{case_order, SelectRecv, SelectSend};
 use super::waiter::{wake, Woken};
 use super::{RecvError, SendError, TryRecvError, TrySendError};
+use crate::loom::MutexGuard;
 
 pub(super) mod sealed {
     pub trait Sealed {}
@@ -95,7 +95,7 @@ pub trait TryCase: sealed::Sealed {
 #[doc(hidden)]
 pub struct TryRecvCase<'a, T> {
     chan: &'a Chan<T>,
-    held: Option<ChanGuard<'a, Inner<T>>>,
+    held: Option<MutexGuard<'a, Inner<T>>>,
     result: Option<Result<T, RecvError>>,
 }
 
@@ -168,7 +168,7 @@ impl<T> TryCase for TryRecvCase<'_, T> {
 pub struct TrySendCase<'a, T> {
     chan: &'a Chan<T>,
     value: Option<T>,
-    held: Option<ChanGuard<'a, Inner<T>>>,
+    held: Option<MutexGuard<'a, Inner<T>>>,
     result: Option<Result<(), SendError<T>>>,
 }
 
