@@ -111,6 +111,25 @@ host_info() {
     if command -v free >/dev/null; then free -m; fi
 }
 
+# goro alone at procs P with BIN, into scale-pP-NAME.txt/.json whose first
+# line is LABEL: goro_only P NAME LABEL BIN (uses run's rows, runs, quick
+# and out). Returns 1 when goro-bench failed.
+goro_only() {
+    local p=$1 name=$2 label=$3 bin=$4 rc
+    echo "scale.sh: procs $p, goro with $label" >&2
+    echo "$label" >"$out/scale-p$p-$name.txt"
+    set +e
+    "$bin" run "$rows" --procs "$p" --runs "$runs" ${quick[@]+"${quick[@]}"} \
+        --impl goro --timeout "${SCALE_TIMEOUT:-60}" \
+        --json "$out/scale-p$p-$name.json" 2>&1 | tee -a "$out/scale-p$p-$name.txt"
+    rc=${PIPESTATUS[0]}
+    set -e
+    if ((rc != 0)); then
+        echo "scale.sh: procs $p, $label: goro-bench exited $rc" >&2
+        return 1
+    fi
+}
+
 run() {
     for b in goro-bench goro-bench-go; do
         [[ -x $dir/$b ]] || {
@@ -162,36 +181,14 @@ run() {
         fi
         local alt
         for alt in ${SCALE_BINS:-}; do
-            echo "scale.sh: procs $p, goro with $alt" >&2
-            echo "binary: $alt" >"$out/scale-p$p-$alt.txt"
-            set +e
-            "$dir/$alt" run "$rows" --procs "$p" --runs "$runs" ${quick[@]+"${quick[@]}"} \
-                --impl goro --timeout "${SCALE_TIMEOUT:-60}" \
-                --json "$out/scale-p$p-$alt.json" 2>&1 | tee -a "$out/scale-p$p-$alt.txt"
-            rc=${PIPESTATUS[0]}
-            set -e
-            if ((rc != 0)); then
-                echo "scale.sh: procs $p, $alt: exited $rc" >&2
-                failed=1
-            fi
+            goro_only "$p" "$alt" "binary: $alt" "$dir/$alt" || failed=1
         done
         local n=0 pol
         local -a pols=()
         IFS=';' read -r -a pols <<<"${SCALE_POLICIES:-}"
         for pol in ${pols[@]+"${pols[@]}"}; do
             n=$((n + 1))
-            echo "scale.sh: procs $p, goro with GORO_POLICY=$pol" >&2
-            echo "GORO_POLICY=$pol" >"$out/scale-p$p-policy$n.txt"
-            set +e
-            GORO_POLICY=$pol "$dir/goro-bench" run "$rows" --procs "$p" --runs "$runs" \
-                ${quick[@]+"${quick[@]}"} --impl goro --timeout "${SCALE_TIMEOUT:-60}" \
-                --json "$out/scale-p$p-policy$n.json" 2>&1 | tee -a "$out/scale-p$p-policy$n.txt"
-            rc=${PIPESTATUS[0]}
-            set -e
-            if ((rc != 0)); then
-                echo "scale.sh: procs $p, policy '$pol': goro-bench exited $rc" >&2
-                failed=1
-            fi
+            GORO_POLICY=$pol goro_only "$p" "policy$n" "GORO_POLICY=$pol" "$dir/goro-bench" || failed=1
         done
     done
     # The tables alone, procs after procs: from each header to the blank
