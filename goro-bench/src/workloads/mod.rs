@@ -39,6 +39,7 @@ pub mod net;
 pub mod net_goro;
 pub mod pool;
 pub mod sched;
+pub mod skynet;
 pub mod sync;
 pub mod time;
 
