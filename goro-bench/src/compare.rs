@@ -120,7 +120,7 @@ pub fn not_comparable_go(name: &str) -> Option<&'static str> {
 /// `runtime.Gosched` puts the goroutine on the global run queue, under the
 /// scheduler's lock, where a P looks only every 61st schedule or when its
 /// own queue is empty. The row times two different paths, not one path done
-/// better (`goro/src/sched/spawn.rs`, `yield_now`).
+/// better (`goro/src/sched/task/spawn.rs`, `yield_now`).
 pub fn different_op_go(name: &str) -> Option<&'static str> {
     (name == "yield_many").then_some(
         "goro's yield_now requeues on its P's local queue (no lock); Go's runtime.Gosched puts the goroutine on the global run queue (the scheduler's lock)",

@@ -66,9 +66,9 @@
 
 use crate::chan::{self, Receiver, Sender};
 use crate::loom::Unpoison;
-use crate::sched::clock;
+use crate::sched::timer::check::arm_timer;
+use crate::sched::timer::clock;
 use crate::sched::timer::{Action, Callback, Fire, TimerInner};
-use crate::sched::timers::arm_timer;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -232,7 +232,7 @@ impl Context {
             return (ctx, cancel);
         }
         let weak: Weak<dyn Fire> = Arc::downgrade(&ctx.inner) as Weak<Inner>;
-        crate::sched::sleep::with_runtime("context::with_deadline", |s| {
+        crate::sched::timer::sleep::with_runtime("context::with_deadline", |s| {
             let mut st = ctx.inner.lock();
             if st.err.is_none() {
                 let timer =

@@ -491,7 +491,7 @@
 #![warn(missing_docs)]
 
 pub mod chan;
-pub use sched::coop;
+pub use sched::task::coop;
 pub mod context;
 pub(crate) mod loom;
 pub mod net;
@@ -526,13 +526,13 @@ pub mod __private {
 pub use runtime::deadlock::Deadlock;
 pub use runtime::dump::{Dump, TaskInfo};
 pub use runtime::{Builder, Runtime};
-pub use sched::blocking::{block_in_place, spawn_blocking};
+pub use sched::machine::blocking::{block_in_place, spawn_blocking};
 pub use sched::policy::{Policy, PolicyError, Preempt, RunnextWake, SpinPolicy, TimerPlacement};
-pub use sched::spawn::{spawn, spawn_named, yield_now};
+pub use sched::task::group::TaskGroup;
+pub use sched::task::meta::{Reason as WaitReason, State as TaskState, TaskId};
+pub use sched::task::spawn::{spawn, spawn_named, yield_now};
+pub use sched::task::unjoined::UnjoinedPanic;
 pub use sched::task::{JoinError, JoinHandle};
-pub use sched::task_group::TaskGroup;
-pub use sched::task_meta::{Reason as WaitReason, State as TaskState, TaskId};
-pub use sched::unjoined::UnjoinedPanic;
 pub use stats::Stats;
 
 /// The README's Rust examples, compiled and run as doc tests so that the

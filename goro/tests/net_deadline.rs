@@ -410,7 +410,7 @@ fn timers_fire_while_the_sleeper_waits_in_the_poller() {
     // epoll_wait has no timeout until the timer is armed; arming it from a
     // thread with no P breaks that wait, and the sleeper waits again with a
     // timeout of exactly the deadline (`park_as_timer_sleeper`,
-    // `sched/timers.rs`; the monitor sleeps while every P is idle). So the
+    // `sched/timer/check.rs`; the monitor sleeps while every P is idle). So the
     // wake is the kernel's: epoll_wait's millisecond rounding and a thread
     // switch, a millisecond or two natively. Not a speed claim: 1 s leaves
     // room for memcheck (20-50x slower) and a loaded CI and still fails a
@@ -439,7 +439,7 @@ fn timers_fire_while_the_sleeper_waits_in_the_poller() {
 }
 
 /// Fails unless the clock has reached `deadline`: goro compares deadlines
-/// with the clock `Instant` reads (`sched/clock.rs`: nanoseconds since an
+/// with the clock `Instant` reads (`sched/timer/clock.rs`: nanoseconds since an
 /// `Instant` epoch, both ways exactly), so a timeout observed before it is
 /// an early fire, with no slack to allow.
 fn assert_not_early(deadline: Instant, what: &str) {

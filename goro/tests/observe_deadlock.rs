@@ -196,7 +196,7 @@ fn a_bad_grace_names_the_accepted_range() {
 }
 
 /// A finished timeout leaves its timer armed, as the spare the next sleep
-/// reuses (`sched/timers.rs`): it wakes nobody, so it must not hide a
+/// reuses (`sched/timer/check.rs`): it wakes nobody, so it must not hide a
 /// deadlock for the hour it has left.
 #[goro::test]
 #[should_panic(expected = "likely deadlock")]

@@ -1,9 +1,9 @@
 //! Go's two scheduling guarantees, each checked with a deadline:
 //!
 //! * **Hand-off**: a task made ready while its P stays busy in one long
-//!   poll starts on an idle P (seed 004's wake, `sched/idle.rs`).
+//!   poll starts on an idle P (seed 004's wake, `sched/processor/idle.rs`).
 //! * **Cooperative preemption**: a task whose operations never block does
-//!   not starve the tasks queued behind it (`sched/coop.rs`).
+//!   not starve the tasks queued behind it (`sched/task/coop.rs`).
 //!
 //! The busy polls below spin on a flag with a deadline, never on a sleep:
 //! the test passes as soon as the other task has run, and fails with a

@@ -1,4 +1,4 @@
-//! `goro::TaskGroup` (`sched/task_group.rs`): completion order, abort and
+//! `goro::TaskGroup` (`sched/task/group.rs`): completion order, abort and
 //! drop, detach, cancel-safe `join_next`, and how the dump lists members.
 //! Every wait is bounded by `common::DEADLINE`; nothing sleeps to let things
 //! settle (a dropped group's members are awaited in the dump with a

@@ -254,7 +254,7 @@ fn timer_received_with_recv_blocking_on_a_plain_thread_fires() {
             (Duration::from_millis(1), Duration::from_millis(5)),
         ] {
             // Before either timer computes its deadline (exact: goro's
-            // timer clock is `Instant`'s, `sched/clock.rs`).
+            // timer clock is `Instant`'s, `sched/timer/clock.rs`).
             let deadline = Instant::now() + d;
             let t = rt.block_on(async move { Timer::new(d) });
             let after_rx = rt.block_on(async move { after(d) });
@@ -277,7 +277,7 @@ fn timer_made_on_one_runtime_fires_for_a_task_of_another() {
     within(LIMIT, "timer across runtimes", || {
         let (home, other) = (rt(1), rt(2));
         // Taken before the timer computes its own deadline, which is later:
-        // goro's timer clock is `Instant`'s exactly (`sched/clock.rs`), so
+        // goro's timer clock is `Instant`'s exactly (`sched/timer/clock.rs`), so
         // no slack is allowed.
         let deadline = Instant::now() + Duration::from_millis(20);
         let t = home.block_on(async { Timer::new(Duration::from_millis(20)) });

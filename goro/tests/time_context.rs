@@ -91,7 +91,7 @@ fn deadline_is_the_earlier_of_own_and_parent() {
             assert!(c2.deadline() < p.deadline());
             let _ = c.done().recv().await;
             // Exact: the deadline is an `Instant` and goro's timer clock
-            // is `Instant`'s (`sched/clock.rs`), so no slack is allowed.
+            // is `Instant`'s (`sched/timer/clock.rs`), so no slack is allowed.
             let now = Instant::now();
             let deadline = p.deadline().expect("a deadline");
             assert!(

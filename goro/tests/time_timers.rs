@@ -191,7 +191,7 @@ fn reset_moves_a_timer_and_no_stale_value_arrives_after_it() {
             assert!(t.rx().try_recv().is_err(), "stale value after reset");
             // The deadline is taken before the reset computes its own, so
             // the timer's (later by the call's length) may not precede it:
-            // goro's clock is `Instant`'s, exactly (`sched/clock.rs`).
+            // goro's clock is `Instant`'s, exactly (`sched/timer/clock.rs`).
             let deadline = Instant::now() + Duration::from_millis(2);
             assert!(t.reset(Duration::from_millis(2)), "armed for an hour");
             let at = t.rx().recv().await.unwrap();
@@ -357,7 +357,7 @@ fn timers_armed_from_threads_without_a_p_fire() {
 /// How late past its deadline a timer of an idle runtime may fire in
 /// these tests. Nothing in goro adds to that lateness: with every P idle,
 /// one thread parks as the timer sleeper with a timeout of exactly the
-/// earliest deadline (`park_as_timer_sleeper`, `sched/timers.rs`), and the
+/// earliest deadline (`park_as_timer_sleeper`, `sched/timer/check.rs`), and the
 /// monitor, whose own rounds are 10 ms apart while some P is busy, sleeps
 /// without a timeout; so the wake is the kernel's (its timer slack and a
 /// thread switch, well under a millisecond natively). The bound is not a
@@ -470,7 +470,7 @@ fn dropping_the_runtime_drops_armed_timers() {
 }
 
 /// A sleep reuses the timer a finished sleep or timeout left behind (the
-/// P's spare, `sched/timers.rs`), armed for another deadline: later (the
+/// P's spare, `sched/timer/check.rs`), armed for another deadline: later (the
 /// old entry moves when it surfaces) or earlier (a new entry). Either way
 /// the sleep fires on time and never early, and the old timeout's task is
 /// not woken for it.

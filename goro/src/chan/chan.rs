@@ -115,7 +115,7 @@
 //!   are only appended), so removing a cancelled entry is a binary search
 //!   plus a short shift, with no links to keep.
 
-use crate::sched::task_meta::{blocked_on, Reason};
+use crate::sched::task::meta::{blocked_on, Reason};
 use std::collections::VecDeque;
 use std::task::{Context, Poll};
 
@@ -146,7 +146,7 @@ pub(crate) struct Chan<T> {
     pub(crate) senders: AtomicUsize,
     /// The timer that feeds this channel (Go's `hchan.timer`): receivers
     /// run it when it is due and put it on a heap while they wait (see
-    /// `sched/timer.rs`). Called only with no channel lock held.
+    /// `sched/timer/mod.rs`). Called only with no channel lock held.
     timer: Option<std::sync::Arc<TimerInner>>,
 }
 
@@ -182,7 +182,7 @@ impl<T> Chan<T> {
     pub(crate) fn timer_block(&self) {
         if let Some(t) = &self.timer {
             if t.block_chan() {
-                crate::sched::timers::push_timer(t);
+                crate::sched::timer::check::push_timer(t);
             }
         }
     }
@@ -533,7 +533,7 @@ pub(crate) fn poll_send<T>(
         });
     }
     // A safe point (`coop.rs`): past the task's budget, yield before sending.
-    if crate::sched::coop::poll_proceed(cx).is_pending() {
+    if crate::sched::task::coop::poll_proceed(cx).is_pending() {
         return Poll::Pending;
     }
     let v = value.take().expect("send future polled after completion");
@@ -574,7 +574,7 @@ pub(crate) fn poll_recv<T>(
         return Poll::Ready(p.take_done().ok_or(RecvError));
     }
     // A safe point (`coop.rs`): past the task's budget, yield first.
-    if crate::sched::coop::poll_proceed(cx).is_pending() {
+    if crate::sched::task::coop::poll_proceed(cx).is_pending() {
         return Poll::Pending;
     }
     chan.timer_run();

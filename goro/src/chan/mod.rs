@@ -96,7 +96,7 @@ pub use sender::{SendFuture, Sender};
 /// For `select!`'s `default(d)` arm: the scheduler's sleep and timeout
 /// (`goro::time::sleep` and `timeout` are the same functions).
 #[doc(hidden)]
-pub use crate::sched::sleep::{sleep as __sleep, timeout as __timeout};
+pub use crate::sched::timer::sleep::{sleep as __sleep, timeout as __timeout};
 
 use self::chan::Chan;
 use crate::loom::Arc;
@@ -193,7 +193,7 @@ pub(crate) fn timer_receiver(
     }
 }
 
-/// The timer core's hook into a timer's channel (`sched/timer.rs`).
+/// The timer core's hook into a timer's channel (`sched/timer/mod.rs`).
 impl crate::sched::timer::TimerChan for Chan<std::time::Instant> {
     fn send_tick(&self, at: std::time::Instant) -> Option<Option<std::task::Waker>> {
         let mut inner = self.lock();
@@ -209,7 +209,7 @@ impl crate::sched::timer::TimerChan for Chan<std::time::Instant> {
 /// `None` on a timeout, with `op` left as it is for the caller to cancel.
 /// The engine of `send_timeout` and `recv_timeout`.
 async fn within<F: Future + Unpin>(op: &mut F, timeout: std::time::Duration) -> Option<F::Output> {
-    let mut sleep = std::pin::pin!(crate::sched::sleep::sleep(timeout));
+    let mut sleep = std::pin::pin!(crate::sched::timer::sleep::sleep(timeout));
     std::future::poll_fn(|cx| match Pin::new(&mut *op).poll(cx) {
         Poll::Ready(r) => Poll::Ready(Some(r)),
         Poll::Pending => sleep.as_mut().poll(cx).map(|()| None),

@@ -12,7 +12,7 @@ use super::chan::{poll_recv, Chan};
 use super::waiter::{wake, Parked};
 use super::{RecvError, RecvTimeoutError, TryRecvError};
 use crate::loom::Arc;
-use crate::sched::block_on::{block_on, block_on_until};
+use crate::sched::machine::block_on::{block_on, block_on_until};
 
 /// The receiving half of a channel. Cloning it adds a receiver; each value
 /// goes to exactly one of them. Dropping every receiver does not close the
@@ -66,7 +66,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.try_recv(), Ok(1));
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        crate::sched::coop::spend();
+        crate::sched::task::coop::spend();
         self.chan.timer_run();
         let mut inner = self.chan.lock();
         let r = self.chan.recv_locked(&mut inner, None);

@@ -120,7 +120,7 @@
 //! takes one waiter block per case from the per-thread block cache (Go's
 //! per-P sudog cache; see `chan.rs`).
 
-use crate::sched::task_meta::{blocked_on, Reason};
+use crate::sched::task::meta::{blocked_on, Reason};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -507,7 +507,7 @@ impl<const N: usize> Future for Select<'_, N> {
         assert!(!this.done, "select polled after completion");
         // A safe point (`coop.rs`), on entry only: a parked select completes
         // when woken.
-        if this.signal.is_none() && crate::sched::coop::poll_proceed(cx).is_pending() {
+        if this.signal.is_none() && crate::sched::task::coop::poll_proceed(cx).is_pending() {
             return Poll::Pending;
         }
         let mut retries = 0;
@@ -597,7 +597,7 @@ impl<const N: usize> Drop for Select<'_, N> {
 /// Drives a waiting select on a plain thread (`select_blocking!`).
 #[doc(hidden)]
 pub fn block_on<F: Future>(select: F) -> F::Output {
-    crate::sched::block_on::block_on(select)
+    crate::sched::machine::block_on::block_on(select)
 }
 
 /// Drives a waiting select on a plain thread for at most `timeout`
@@ -605,5 +605,8 @@ pub fn block_on<F: Future>(select: F) -> F::Output {
 /// every case withdrawn.
 #[doc(hidden)]
 pub fn block_on_timeout<F: Future>(select: F, timeout: std::time::Duration) -> Option<F::Output> {
-    crate::sched::block_on::block_on_until(select, Some(std::time::Instant::now() + timeout))
+    crate::sched::machine::block_on::block_on_until(
+        select,
+        Some(std::time::Instant::now() + timeout),
+    )
 }

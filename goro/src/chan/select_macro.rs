@@ -210,7 +210,7 @@ macro_rules! __goro_select_parse {
     // Done: dispatch on what was found. A task's select with `default` (no
     // timeout) is a safe point first, before anything is evaluated: once
     // the budget is spent it yields, and the select runs when the task is
-    // polled again, whole (`sched/coop.rs`).
+    // polled again, whole (`sched/task/coop.rs`).
     (@mode [task $o:ident $f:ident] @cases [$($c:tt)*] @default [(now $d:tt)] @rest []) => {{
         $crate::coop::consume_budget().await;
         $crate::__goro_select_bind!(@mode [task $o $f] @todo [$($c)*] @bound [] @default [(now $d)])

@@ -11,7 +11,7 @@ use super::waiter::{wake, Parked};
 use super::{SendError, SendTimeoutError, TrySendError};
 use crate::loom::Arc;
 use crate::loom::Ordering;
-use crate::sched::block_on::{block_on, block_on_until};
+use crate::sched::machine::block_on::{block_on, block_on_until};
 
 /// The sending half of a channel. Cloning it adds a sender; when the last
 /// sender is dropped the channel closes.
@@ -62,7 +62,7 @@ impl<T> Sender<T> {
     /// assert_eq!(tx.try_send(2), Err(TrySendError::Full(2)));
     /// ```
     pub fn try_send(&self, v: T) -> Result<(), TrySendError<T>> {
-        crate::sched::coop::spend();
+        crate::sched::task::coop::spend();
         let mut inner = self.chan.lock();
         let woken = self.chan.send_locked(&mut inner, v, None);
         drop(inner);

@@ -263,7 +263,7 @@ pub fn try_select_in<const N: usize>(
     spend: bool,
 ) -> Option<usize> {
     if spend {
-        crate::sched::coop::spend();
+        crate::sched::task::coop::spend();
     }
     select_in::<N, false>(&mut cases, case_order::<N>(biased))
 }
@@ -294,7 +294,7 @@ pub fn try_select_with_futures<const N: usize>(
     spend: bool,
 ) -> Option<usize> {
     if spend {
-        crate::sched::coop::spend();
+        crate::sched::task::coop::spend();
     }
     let order = case_order::<N>(biased);
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());

@@ -32,8 +32,8 @@
 
 use crate::net::poller::Registration;
 use crate::net::scheduled_io::{Direction, ScheduledIo};
-use crate::sched::clock;
-use crate::sched::netpoll::wake_all;
+use crate::sched::machine::netpoll::wake_all;
+use crate::sched::timer::clock;
 use crate::sched::timer::{Action, Callback, TimerInner, NEVER};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
@@ -61,7 +61,7 @@ pub(crate) fn set(reg: &Registration, dir: Direction, deadline: Option<Instant>)
             // callback never runs under a timer lock, so the lock order
             // record → timer cannot deadlock with it.
             if let Some(t) = &half.timer {
-                crate::sched::timers::arm_timer(t, when, 0);
+                crate::sched::timer::check::arm_timer(t, when, 0);
             }
         }
     }
@@ -70,7 +70,7 @@ pub(crate) fn set(reg: &Registration, dir: Direction, deadline: Option<Instant>)
 
 fn stop(timer: &mut Option<Arc<TimerInner>>) {
     if let Some(t) = timer {
-        crate::sched::timers::arm_timer(t, 0, 0);
+        crate::sched::timer::check::arm_timer(t, 0, 0);
     }
 }
 

@@ -55,7 +55,7 @@ impl<S: Source> PollIo<S> {
     ) -> Poll<io::Result<R>> {
         // A safe point (`coop.rs`): a socket that is always ready (a fast
         // peer) must not let one task keep its P.
-        if crate::sched::coop::poll_proceed(cx).is_pending() {
+        if crate::sched::task::coop::poll_proceed(cx).is_pending() {
             return Poll::Pending;
         }
         loop {
@@ -90,7 +90,7 @@ impl<S: Source> PollIo<S> {
         mut op: impl FnMut(&S) -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
         // A safe point (`coop.rs`), as in `poll_io`.
-        if crate::sched::coop::poll_proceed(cx).is_pending() {
+        if crate::sched::task::coop::poll_proceed(cx).is_pending() {
             return Poll::Pending;
         }
         loop {

@@ -14,11 +14,11 @@
 //!   `find.rs` says why for both), polls with a zero timeout; the wakes
 //!   land at the tail of its own P's queue (see below). The poll is
 //!   skipped when nothing is registered (a runtime without sockets pays
-//!   one atomic load), when the last poll was less than [`MIN_POLL_GAP`](crate::sched::netpoll::MIN_POLL_GAP) ago (so Ms
+//!   one atomic load), when the last poll was less than [`MIN_POLL_GAP`](crate::sched::machine::netpoll::MIN_POLL_GAP) ago (so Ms
 //!   spinning for work do not turn into an `epoll_wait` storm), and when
 //!   another thread is inside the epoll (its lock is taken: a blocked M
 //!   delivers the events itself).
-//! * **Blocking, by the timer sleeper** (`sched/timers.rs`): the one parked
+//! * **Blocking, by the timer sleeper** (`sched/timer/check.rs`): the one parked
 //!   M that sleeps until the earliest timer sleeps in `epoll_wait` instead
 //!   of on its futex while sockets are registered, with the same timeout.
 //!   So at most one M blocks in the poller, and an idle runtime with open
@@ -28,7 +28,7 @@
 //!   parker knows whether its M sleeps in the poller and writes the
 //!   poller's eventfd (`mio::Waker`) instead of signalling its condition
 //!   variable (`park.rs`).
-//! * **The monitor** polls when nobody has for [`SYSMON_POLL_GAP`](crate::sched::netpoll::SYSMON_POLL_GAP) while
+//! * **The monitor** polls when nobody has for [`SYSMON_POLL_GAP`](crate::sched::machine::netpoll::SYSMON_POLL_GAP) while
 //!   some P is busy (Go's sysmon does the same): a task that never yields
 //!   would otherwise hide every socket from a runtime with one P.
 //!
@@ -72,10 +72,10 @@
 
 use crate::loom::Unpoison;
 use crate::net::scheduled_io::{ScheduledIo, READ, READ_CLOSED, WRITE, WRITE_CLOSED};
-use crate::sched::clock;
-use crate::sched::netpoll::wake_all;
-use crate::sched::netpoll::Netpoll;
-use crate::sched::park::PollBreak;
+use crate::sched::machine::netpoll::wake_all;
+use crate::sched::machine::netpoll::Netpoll;
+use crate::sched::machine::park::PollBreak;
+use crate::sched::timer::clock;
 use crate::sched::Sched;
 use mio::event::Source;
 use mio::{Events, Interest, Token};
@@ -168,7 +168,7 @@ impl Slots {
 }
 
 impl Driver {
-    /// The driver of `sched`, made on first use (`sched/netpoll.rs`).
+    /// The driver of `sched`, made on first use (`sched/machine/netpoll.rs`).
     fn of(sched: &Sched) -> io::Result<Arc<Driver>> {
         let any = sched.netpoll().get_or_try_init(|| {
             let d = Driver::new()?;
@@ -341,7 +341,7 @@ impl Registration {
         self.driver.registered.fetch_sub(1, Ordering::Relaxed);
         wake_all(&mut out);
         for t in timers.into_iter().flatten() {
-            crate::sched::timers::arm_timer(&t, 0, 0);
+            crate::sched::timer::check::arm_timer(&t, 0, 0);
         }
     }
 }

@@ -52,8 +52,8 @@
 
 use crate::loom::Unpoison;
 use crate::loom::{Mutex, MutexGuard};
-use crate::sched::clock;
-use crate::sched::task_meta::{blocked_on, Reason};
+use crate::sched::task::meta::{blocked_on, Reason};
+use crate::sched::timer::clock;
 use crate::sched::timer::TimerInner;
 use std::io;
 use std::sync::Arc;
@@ -241,7 +241,7 @@ mod loom_tests {
     //! variable, explores them with no preemption bound.
     use super::*;
     use crate::loom::{thread, AtomicBool, AtomicUsize, Ordering};
-    use crate::sched::netpoll::wake_all;
+    use crate::sched::machine::netpoll::wake_all;
     use std::task::Wake;
 
     /// A waker that records that it was woken.

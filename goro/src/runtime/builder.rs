@@ -221,7 +221,7 @@ impl Builder {
             None => self.unjoined_panic,
         };
         if let Some(p) = unjoined_panic {
-            crate::sched::unjoined::set(p);
+            crate::sched::task::unjoined::set(p);
         }
         let grace = self
             .deadlock_grace

@@ -37,7 +37,7 @@
 
 use crate::loom::Unpoison;
 use crate::runtime::dump::Dump;
-use crate::sched::task_meta::{human, State, TaskId};
+use crate::sched::task::meta::{human, State, TaskId};
 use crate::sched::Sched;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;

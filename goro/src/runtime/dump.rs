@@ -2,8 +2,8 @@
 //! goroutine dump on SIGQUIT, made readable at 10,000 tasks).
 //!
 //! [`Runtime::dump`](crate::Runtime::dump) reads the records the scheduler
-//! keeps in every task's header (`sched/task_meta.rs`) through the task
-//! table (`sched/task_table.rs`). It takes no lock a running task waits on
+//! keeps in every task's header (`sched/task/meta.rs`) through the task
+//! table (`sched/task/table.rs`). It takes no lock a running task waits on
 //! for longer than a copy, and it never asks a task to stop or yield: a
 //! task stuck in a ten-second loop is shown as running on its P for ten
 //! seconds while the dump completes. (tokio's task dump has to wait for
@@ -25,7 +25,7 @@
 //! every runtime in the process to stderr when the signal arrives, and the
 //! program keeps running (`signal.rs`).
 
-use crate::sched::task_meta::{human, Reason, State, TaskId};
+use crate::sched::task::meta::{human, Reason, State, TaskId};
 use crate::sched::Sched;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -94,7 +94,7 @@ pub struct TaskInfo {
 
 impl Dump {
     pub(crate) fn take(sched: &Sched) -> Dump {
-        let now = crate::sched::clock::now();
+        let now = crate::sched::timer::clock::now();
         let mut tasks = Vec::new();
         sched.tasks().for_each(|m| {
             let (state, since) = m.get();

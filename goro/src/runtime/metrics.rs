@@ -34,8 +34,8 @@
 use crate::stats::Stats;
 use std::fmt;
 
-use crate::sched::sampling::BUCKETS;
-pub use crate::sched::sampling::SAMPLE_EVERY;
+use crate::sched::sysmon::sampling::BUCKETS;
+pub use crate::sched::sysmon::sampling::SAMPLE_EVERY;
 
 /// A snapshot of a histogram in power-of-two buckets.
 ///
@@ -234,7 +234,7 @@ pub fn publish(m: &Metrics, runtime: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::sampling::Hist;
+    use crate::sched::sysmon::sampling::Hist;
 
     #[test]
     fn buckets_and_quantiles() {

@@ -28,11 +28,11 @@ pub mod procs;
 mod signal;
 mod trace_api;
 
-use crate::sched::enter::{on_worker_thread, EnterGuard};
-use crate::sched::spawn::spawn_on;
-pub use crate::sched::spawn::{spawn, spawn_named, yield_now};
+use crate::sched::machine::enter::{on_worker_thread, EnterGuard};
+use crate::sched::task::meta::{PollScope, TaskId};
+use crate::sched::task::spawn::spawn_on;
+pub use crate::sched::task::spawn::{spawn, spawn_named, yield_now};
 use crate::sched::task::JoinHandle;
-use crate::sched::task_meta::{PollScope, TaskId};
 use crate::sched::Sched;
 use crate::stats::Stats;
 use deadlock::Detector;
@@ -366,7 +366,7 @@ impl Runtime {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        crate::sched::blocking::spawn_blocking_on(&self.sched, f)
+        crate::sched::machine::blocking::spawn_blocking_on(&self.sched, f)
     }
 
     /// A snapshot of the counters (see [`Stats`]).

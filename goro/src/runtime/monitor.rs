@@ -2,7 +2,7 @@
 //! ([`MonitorHooks`]): the likely-deadlock check once per idle period,
 //! and, while the runtime is busy, following the machine's CPU limit
 //! (`procs.rs`) and publishing metrics (`metrics.rs`, feature `metrics`).
-//! The monitor itself (`sched/sysmon.rs`) knows none of these.
+//! The monitor itself (`sched/sysmon/mod.rs`) knows none of these.
 
 use super::deadlock::{self, Detector};
 use super::procs::Follow;

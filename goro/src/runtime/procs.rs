@@ -14,7 +14,7 @@
 //! A container's limit can change while the process runs (an orchestrator
 //! scales it). When the default came from the machine, the monitor reads
 //! it again about once a second (`FOLLOW_EVERY`, Go's choice) and resizes
-//! (`sched/resize.rs`) when the result differs. It does so only in rounds
+//! (`sched/processor/resize.rs`) when the result differs. It does so only in rounds
 //! where it is awake for other work: an idle runtime keeps its zero
 //! wakeups, and the limit is re-read when work comes back. Turned off by
 //! [`crate::Builder::update_procs`]`(false)` or `GORO_UPDATE_PROCS=0` (Go:

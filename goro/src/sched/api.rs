@@ -3,7 +3,8 @@
 //! `Sched`'s fields are private to `sched`; these methods are the whole
 //! surface the runtime, the pool, the poller and the reports see.
 
-use super::{allp, netpoll, sysmon, task_meta, task_table, Handoff, Policy, Sched};
+use super::{machine, processor, task};
+use super::{sysmon, Handoff, Policy, Sched};
 use crate::loom::{Ordering, Unpoison};
 use crate::stats::Counters;
 use std::sync::Arc;
@@ -69,12 +70,12 @@ impl Sched {
     }
 
     /// `block_on` callers: (polling, parked).
-    pub(crate) fn block_on_reason(&self) -> task_meta::Reason {
+    pub(crate) fn block_on_reason(&self) -> task::meta::Reason {
         // Relaxed: a report's snapshot.
-        task_meta::Reason::from_u8(self.block_on_reason.load(Ordering::Relaxed))
+        task::meta::Reason::from_u8(self.block_on_reason.load(Ordering::Relaxed))
     }
 
-    pub(crate) fn set_block_on_reason(&self, r: task_meta::Reason) {
+    pub(crate) fn set_block_on_reason(&self, r: task::meta::Reason) {
         self.block_on_reason.store(r as u8, Ordering::Relaxed);
     }
 
@@ -131,12 +132,12 @@ impl Sched {
     }
 
     /// Every live task (read-only: the dump, the deadlock check, metrics).
-    pub(crate) fn tasks(&self) -> &task_table::TaskTable {
+    pub(crate) fn tasks(&self) -> &task::table::TaskTable {
         &self.tasks
     }
 
     /// Every P ever made, active ones first (`0..procs`).
-    pub(crate) fn all_ps(&self) -> &allp::AllP {
+    pub(crate) fn all_ps(&self) -> &processor::allp::AllP {
         &self.ps
     }
 
@@ -146,7 +147,7 @@ impl Sched {
     }
 
     /// The network poller's slot (`netpoll.rs`).
-    pub(crate) fn netpoll(&self) -> &netpoll::NetpollSlot {
+    pub(crate) fn netpoll(&self) -> &machine::netpoll::NetpollSlot {
         &self.netpoll
     }
 

@@ -41,52 +41,18 @@
 //! `pool_hooks.rs`, `sysmon.rs`'s `MonitorHooks`, `timer.rs`'s
 //! `TimerChan`; docs/ARCHITECTURE.md, "Layers").
 
-pub(crate) mod allp;
 mod api;
 pub(crate) mod backoff;
-pub(crate) mod block_on;
-pub(crate) mod blocking;
-pub(crate) mod clock;
-pub mod coop;
-pub(crate) mod enter;
-pub(crate) mod find;
-pub(crate) mod global;
-pub(crate) mod idle;
 #[cfg(all(test, loom))]
-mod loom_handoff;
-#[cfg(all(test, loom))]
-mod loom_resize;
-#[cfg(all(test, loom))]
-mod loom_runq;
-#[cfg(all(test, loom))]
-mod loom_spare;
-#[cfg(all(test, loom))]
-mod loom_table;
-#[cfg(all(test, loom))]
-mod loom_tests;
+mod loom;
 pub(crate) mod machine;
-pub(crate) mod netpoll;
-pub(crate) mod park;
 pub mod policy;
-pub(crate) mod pool_hooks;
 pub(crate) mod processor;
-pub(crate) mod resize;
 pub(crate) mod runq;
-pub(crate) mod sampling;
-pub(crate) mod sleep;
-pub(crate) mod spawn;
-pub(crate) mod steal;
 pub(crate) mod sysmon;
 pub(crate) mod task;
-pub(crate) mod task_group;
-pub(crate) mod task_meta;
-pub(crate) mod task_table;
 pub(crate) mod timer;
-pub(crate) mod timer_heap;
-pub(crate) mod timer_queue;
-pub(crate) mod timers;
 pub(crate) mod trace;
-pub(crate) mod unjoined;
 
 use crate::loom::{fence, AtomicBool, AtomicUsize, Ordering};
 use crate::stats::{bump, bump_shared, Counters, Stats};
@@ -95,15 +61,15 @@ use policy::Policy;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
-use crate::sched::clock::coarse;
-use global::GlobalQueue;
-use idle::{HeldP, Idle};
+use machine::park::Handoff;
 use machine::WakeTarget;
-use park::Handoff;
+use processor::idle::{HeldP, Idle};
 use processor::Processor;
+use runq::global::GlobalQueue;
 use runq::{Local, Put};
+use task::meta::State;
 use task::Runnable;
-use task_meta::State;
+use timer::clock::coarse;
 
 /// Most Ps a runtime may have.
 pub const MAX_PROCS: usize = 4096;
@@ -122,14 +88,14 @@ pub(crate) struct Sched {
     policy: Policy,
     /// Every P ever allocated (Go's `allp`): `0..procs` active, the rest
     /// removed by a shrink (`allp.rs`).
-    ps: allp::AllP,
+    ps: processor::allp::AllP,
     global: GlobalQueue,
     idle: Idle,
     /// Resizing: its lock, the removed Ps, following (`resize.rs`).
-    resize: resize::Resize,
+    resize: processor::resize::Resize,
     shutdown: AtomicBool,
     /// Every live task, for the dump, the deadlock check and shutdown.
-    tasks: task_table::TaskTable,
+    tasks: task::table::TaskTable,
     /// `block_on` callers polling their future, and parked waiting for a
     /// wake (the dump shows them; the deadlock check needs them parked).
     block_on_polling: AtomicUsize,
@@ -142,19 +108,19 @@ pub(crate) struct Sched {
     monitor: sysmon::Monitor,
     /// The monitor thread, joined by [`Sched::shutdown`].
     monitor_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    blocking: blocking::BlockingPool,
+    blocking: machine::blocking::BlockingPool,
     /// Worker threads ever started, and their join handles.
     threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
     nthreads: AtomicUsize,
     thread_name: String,
     start: Instant,
     /// The one timer heap under `TimerPlacement::Global`.
-    global_timers: Arc<timer_queue::TimerQueue>,
+    global_timers: Arc<timer::queue::TimerQueue>,
     /// The parked thread that sleeps until the earliest timer, if any.
     /// Through the loom facade: the sleeper holds it while it reads the
     /// heaps and unparks another sleeper (`become_timer_sleeper`), which
     /// a loom model must be able to interleave.
-    timer_sleeper: crate::loom::Mutex<Option<Arc<park::Parker>>>,
+    timer_sleeper: crate::loom::Mutex<Option<Arc<machine::park::Parker>>>,
     /// Its deadline: `NEVER` while no thread sleeps on timers, `NEVER - 1`
     /// for a sleeper with no deadline.
     sleep_until: crate::loom::AtomicU64,
@@ -163,7 +129,7 @@ pub(crate) struct Sched {
     /// Ourselves, to hand an `Arc` to new threads.
     me: Weak<Sched>,
     /// The network poller (epoll made on the first socket; net/poller.rs).
-    netpoll: netpoll::NetpollSlot,
+    netpoll: machine::netpoll::NetpollSlot,
     /// Pool hook: how often the monitor cycles pools (`Builder::pool_cycle`).
     pool_cycle: std::time::Duration,
     /// Whether find-runnable's slow path reads the thread CPU clock at
@@ -189,31 +155,31 @@ impl Sched {
         Arc::new_cyclic(|me| Sched {
             procs: AtomicUsize::new(procs),
             policy,
-            ps: allp::AllP::with(procs, |i| Processor::new(i, me.clone())),
+            ps: processor::allp::AllP::with(procs, |i| Processor::new(i, me.clone())),
             global: GlobalQueue::new(),
             idle: Idle::new(crate::sched::MAX_PROCS),
-            resize: resize::Resize::new(),
+            resize: processor::resize::Resize::new(),
             shutdown: AtomicBool::new(false),
-            tasks: task_table::TaskTable::new(),
+            tasks: task::table::TaskTable::new(),
             block_on_polling: AtomicUsize::new(0),
             block_on_parked: AtomicUsize::new(0),
-            block_on_reason: std::sync::atomic::AtomicU8::new(task_meta::Reason::Other as u8),
+            block_on_reason: std::sync::atomic::AtomicU8::new(task::meta::Reason::Other as u8),
             counters: CachePadded::new(Counters::default()),
             monitor: sysmon::Monitor::new(schedtrace),
             monitor_thread: Mutex::new(None),
-            blocking: blocking::BlockingPool::new(),
+            blocking: machine::blocking::BlockingPool::new(),
             threads: Mutex::new(Vec::new()),
             nthreads: AtomicUsize::new(0),
             thread_name,
             start: Instant::now(),
-            global_timers: timer_queue::TimerQueue::new(me.clone()),
+            global_timers: timer::queue::TimerQueue::new(me.clone()),
             timer_sleeper: crate::loom::Mutex::new(None),
             sleep_until: crate::loom::AtomicU64::new(crate::sched::timer::NEVER),
             timer_rr: AtomicUsize::new(0),
             me: me.clone(),
             pool_cycle,
             measure_find_cpu,
-            netpoll: netpoll::NetpollSlot::new(),
+            netpoll: machine::netpoll::NetpollSlot::new(),
             #[cfg(loom)]
             loom_started: Mutex::new(Vec::new()),
             trace: crate::sched::trace::Trace::new(procs),
@@ -527,7 +493,7 @@ impl Sched {
     /// marking it in the timer mask if it has timers; or, if a resize
     /// removed it, moves its work to the active Ps and returns true
     /// (`resize.rs`).
-    pub(crate) fn pidleput(&self, lists: &mut idle::IdleLists, p: HeldP) -> bool {
+    pub(crate) fn pidleput(&self, lists: &mut processor::idle::IdleLists, p: HeldP) -> bool {
         let id = p.id();
         // Relaxed: `procs` changes only under the idle lock, which we hold.
         if id >= self.procs.load(Ordering::Relaxed) {
@@ -560,9 +526,9 @@ fn ready(task: &Runnable, on: Option<usize>) {
 
 /// Times this wake if it is this thread's one in `SAMPLE_EVERY`.
 #[inline]
-fn sample_wake(meta: &task_meta::TaskMeta) {
-    if sampling::sample_wake() {
-        meta.mark_woken(crate::sched::clock::now());
+fn sample_wake(meta: &task::meta::TaskMeta) {
+    if sysmon::sampling::sample_wake() {
+        meta.mark_woken(crate::sched::timer::clock::now());
     }
 }
 

@@ -73,7 +73,7 @@ pub enum RunnextWake {
     /// As `Eager`, but a spinner that finds nothing except tasks in busy
     /// Ps' `runnext` (a pipeline whose owner runs them itself) looks again
     /// every 50 µs, parked, instead of looping as Go's does. The default;
-    /// see `sched/idle.rs`, "Hand-off".
+    /// see `sched/processor/idle.rs`, "Hand-off".
     Watch,
     /// Nobody until the monitor finds the P stuck (a poll longer than a
     /// 10 ms slice): goro before cooperative hand-off.

@@ -24,7 +24,7 @@
 //! 'static` initializers, and would keep running work nobody waits for.
 
 use crate::loom::Unpoison;
-use crate::sched::task_meta::{blocked_on, Reason};
+use crate::sched::task::meta::{blocked_on, Reason};
 use std::fmt;
 use std::future::Future;
 use std::mem::MaybeUninit;
@@ -209,7 +209,7 @@ impl<T> OnceCell<T> {
     /// assert_eq!(*cell.get_or_init_blocking(|| 42), 42);
     /// ```
     pub fn get_or_init_blocking(&self, init: impl FnOnce() -> T) -> &T {
-        crate::sched::block_on::block_on(self.get_or_init(|| std::future::ready(init())))
+        crate::sched::machine::block_on::block_on(self.get_or_init(|| std::future::ready(init())))
     }
 
     /// Consumes the cell and returns the value, if initialized.

@@ -33,7 +33,7 @@ use std::task::{Context, Poll};
 
 use super::semaphore::{Acquire, Semaphore};
 use crate::loom::cell::{ConstPtr, MutPtr, UnsafeCell};
-use crate::sched::task_meta::Reason;
+use crate::sched::task::meta::Reason;
 
 /// Readers that may hold the lock at once; a writer acquires all of them.
 const MAX_READERS: usize = Semaphore::MAX_PERMITS;
@@ -143,7 +143,7 @@ impl<T: ?Sized> RwLock<T> {
     /// assert_eq!(*lock.read_blocking(), 5);
     /// ```
     pub fn read_blocking(&self) -> RwLockReadGuard<'_, T> {
-        crate::sched::block_on::block_on(self.read())
+        crate::sched::machine::block_on::block_on(self.read())
     }
 
     /// Locks for writing, blocking the calling thread. For plain threads.
@@ -154,7 +154,7 @@ impl<T: ?Sized> RwLock<T> {
     /// assert_eq!(*lock.read_blocking(), 6);
     /// ```
     pub fn write_blocking(&self) -> RwLockWriteGuard<'_, T> {
-        crate::sched::block_on::block_on(self.write())
+        crate::sched::machine::block_on::block_on(self.write())
     }
 
     /// Locks for reading if that is possible now: no writer holds the lock
@@ -168,7 +168,7 @@ impl<T: ?Sized> RwLock<T> {
     /// drop(r);
     /// ```
     pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
-        crate::sched::coop::spend();
+        crate::sched::task::coop::spend();
         self.sem.try_acquire_raw(1).then(|| self.read_guard())
     }
 
@@ -182,7 +182,7 @@ impl<T: ?Sized> RwLock<T> {
     /// assert!(lock.try_write().is_some());
     /// ```
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
-        crate::sched::coop::spend();
+        crate::sched::task::coop::spend();
         self.sem
             .try_acquire_raw(MAX_READERS)
             .then(|| self.write_guard())

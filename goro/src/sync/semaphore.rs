@@ -36,7 +36,7 @@
 //! large one forever; FIFO is what `Weighted` and tokio promise.
 
 use crate::loom::Unpoison;
-use crate::sched::task_meta::{blocked_on, Reason};
+use crate::sched::task::meta::{blocked_on, Reason};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -203,7 +203,7 @@ impl Semaphore {
     /// drop(p);
     /// ```
     pub fn acquire_blocking(&self) -> SemaphorePermit<'_> {
-        crate::sched::block_on::block_on(self.acquire())
+        crate::sched::machine::block_on::block_on(self.acquire())
     }
 
     /// Acquires `n` permits, blocking the calling thread. For plain threads.
@@ -213,7 +213,7 @@ impl Semaphore {
     /// assert_eq!(sem.acquire_many_blocking(4).num_permits(), 4);
     /// ```
     pub fn acquire_many_blocking(&self, n: usize) -> SemaphorePermit<'_> {
-        crate::sched::block_on::block_on(self.acquire_many(n))
+        crate::sched::machine::block_on::block_on(self.acquire_many(n))
     }
 
     /// Acquires one permit if one is available and nobody is queued.
@@ -236,7 +236,7 @@ impl Semaphore {
     /// assert!(sem.try_acquire_many(2).is_some());
     /// ```
     pub fn try_acquire_many(&self, n: usize) -> Option<SemaphorePermit<'_>> {
-        crate::sched::coop::spend();
+        crate::sched::task::coop::spend();
         self.try_acquire_raw(n)
             .then(|| SemaphorePermit { sem: self, n })
     }
@@ -388,7 +388,7 @@ impl<'a> Acquire<'a> {
             Wait::Start => {}
         }
         // A safe point (`coop.rs`), before taking anything.
-        if crate::sched::coop::poll_proceed(cx).is_pending() {
+        if crate::sched::task::coop::poll_proceed(cx).is_pending() {
             return Poll::Pending;
         }
         if sem.try_acquire_raw(self.n) {

@@ -23,7 +23,7 @@
 //! Wait has returned" panic has no reason to exist here for the same reason.
 
 use crate::loom::Unpoison;
-use crate::sched::task_meta::{blocked_on, Reason};
+use crate::sched::task::meta::{blocked_on, Reason};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -162,7 +162,7 @@ impl WaitGroup {
     /// t.join().unwrap();
     /// ```
     pub fn wait_blocking(&self) {
-        crate::sched::block_on::block_on(self.wait())
+        crate::sched::machine::block_on::block_on(self.wait())
     }
 
     fn lock_waiters(&self) -> crate::loom::MutexGuard<'_, WaitList<Waiter>> {
@@ -226,7 +226,7 @@ impl Future for WaitFuture<'_> {
             return Poll::Ready(());
         }
         // A safe point (`coop.rs`).
-        if crate::sched::coop::poll_proceed(cx).is_pending() {
+        if crate::sched::task::coop::poll_proceed(cx).is_pending() {
             return Poll::Pending;
         }
         // Acquire: pairs with the Release of the adds that brought it to zero.

@@ -7,9 +7,9 @@
 use crate::chan::chan::Chan;
 use crate::loom::thread;
 use crate::loom::Ordering;
-use crate::sched::clock;
+use crate::sched::timer::clock;
+use crate::sched::timer::queue::{push, TimerQueue};
 use crate::sched::timer::*;
-use crate::sched::timer_queue::{push, TimerQueue};
 use std::sync::atomic::AtomicUsize as StdCount;
 use std::sync::{Arc, Weak};
 use std::task::Waker;

@@ -4,7 +4,7 @@
 //! [`timeout`], [`after`], [`Timer`] (with a channel, or [`after_func`]'s
 //! callback) and [`Ticker`]. A timer lives on a per-P 4-ary heap and is
 //! fired by the scheduler loop of that P (seed 001; see `timer.rs` for the
-//! state machine and `sched/timers.rs` for how the scheduler runs them);
+//! state machine and `sched/timer/check.rs` for how the scheduler runs them);
 //! a timer with a channel is on a heap only while a task waits on the
 //! channel, and is otherwise run by its receivers (Go 1.23).
 //!
@@ -29,14 +29,14 @@ mod ticker;
 #[cfg(all(test, loom))]
 mod loom_timer;
 
-pub use crate::sched::sleep::{sleep, sleep_until, timeout, Elapsed, Sleep, Timeout};
+pub use crate::sched::timer::sleep::{sleep, sleep_until, timeout, Elapsed, Sleep, Timeout};
 pub use ticker::Ticker;
 
 use crate::chan::{self, Receiver};
-use crate::sched::clock;
-use crate::sched::sleep::with_runtime;
+use crate::sched::timer::check::arm_timer;
+use crate::sched::timer::clock;
+use crate::sched::timer::sleep::with_runtime;
 use crate::sched::timer::{Action, Callback, TimerInner};
-use crate::sched::timers::arm_timer;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 

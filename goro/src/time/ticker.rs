@@ -1,10 +1,10 @@
 //! `Ticker`: a periodic timer whose ticks a slow reader drops, as in Go.
 
 use crate::chan::{self, Receiver};
-use crate::sched::clock;
-use crate::sched::sleep::with_runtime;
+use crate::sched::timer::check::arm_timer;
+use crate::sched::timer::clock;
+use crate::sched::timer::sleep::with_runtime;
 use crate::sched::timer::TimerInner;
-use crate::sched::timers::arm_timer;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -85,7 +85,7 @@ pub(crate) use session::{flight_start, from_env, runtime_dropped, start_stream, 
 pub use session::{FlightRecorder, DEFAULT_FLIGHT_BYTES};
 
 use crate::sched::machine::current_p;
-use crate::sched::task_meta::{Reason, TaskId, TaskMeta};
+use crate::sched::task::meta::{Reason, TaskId, TaskMeta};
 use crate::sched::Sched;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -369,7 +369,7 @@ pub(crate) fn preempted() {
     if ANY_ON.load(Ordering::Relaxed) != 0 {
         let _ = NOTE.try_with(|n| n.set(OUT_PREEMPTED));
         if let Some((s, p)) = traced_here() {
-            let id = crate::sched::task_meta::current_task().map_or(0, |t| t.0);
+            let id = crate::sched::task::meta::current_task().map_or(0, |t| t.0);
             emit(s, p, kind::PREEMPT, id, 0, &[]);
         }
     }
@@ -390,7 +390,7 @@ pub(crate) fn destroy(meta: &TaskMeta) {
 #[inline]
 pub(crate) fn unblock(sched: &Sched, meta: &TaskMeta) {
     if sched.trace.on() {
-        let by = crate::sched::task_meta::current_task().map_or(0, |t| t.0);
+        let by = crate::sched::task::meta::current_task().map_or(0, |t| t.0);
         event(sched, kind::UNBLOCK, meta.id.0, by);
     }
 }

@@ -33,7 +33,7 @@ use super::state::{waiters, LOCKED, ONE_WAITER, STARVING, WOKEN};
 use super::{Mutex, MutexGuard};
 use crate::loom::Ordering::*;
 use crate::sched::backoff::{Backoff, Snooze};
-use crate::sched::task_meta::{blocked_on, Reason};
+use crate::sched::task::meta::{blocked_on, Reason};
 use crate::sync::update_waker;
 use std::fmt;
 use std::future::Future;
@@ -115,7 +115,7 @@ impl<'a, T: ?Sized> Future for LockFuture<'a, T> {
             Wait::Done => panic!("LockFuture polled after completion"),
             Wait::Start => {
                 // A safe point (`coop.rs`), before taking anything.
-                if crate::sched::coop::poll_proceed(cx).is_pending() {
+                if crate::sched::task::coop::poll_proceed(cx).is_pending() {
                     return Poll::Pending;
                 }
                 // Fast path: grab an unlocked mutex. Acquire: pairs with the

@@ -172,7 +172,7 @@ impl<T: ?Sized> Mutex<T> {
     /// assert_eq!(*m.lock_blocking(), 10);
     /// ```
     pub fn lock_blocking(&self) -> MutexGuard<'_, T> {
-        crate::sched::block_on::block_on(self.lock())
+        crate::sched::machine::block_on::block_on(self.lock())
     }
 
     /// Locks the mutex if it is free now, without waiting. Fails in
@@ -187,7 +187,7 @@ impl<T: ?Sized> Mutex<T> {
     /// assert!(m.try_lock().is_some());
     /// ```
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        crate::sched::coop::spend();
+        crate::sched::task::coop::spend();
         let mut old = self.state.load(Relaxed);
         loop {
             if old & (LOCKED | STARVING) != 0 {

@@ -45,7 +45,7 @@ use super::chain::{drain_unwinding, Chain};
 use super::pin::PinRecord;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::{AtomicPtr, AtomicUsize, Ordering};
-use crate::sched::pool_hooks::PoolIds;
+use crate::sched::processor::pool_hooks::PoolIds;
 use crossbeam_utils::CachePadded;
 use std::ptr;
 use std::ptr::NonNull;
@@ -279,7 +279,7 @@ unsafe impl<T: Send> Send for Gen<T> {}
 unsafe impl<T: Send> Sync for Gen<T> {}
 
 /// A P's pool identity, kept with the P by the scheduler
-/// (`sched/pool_hooks.rs`): a storage slot (`None` beyond `MAX_SLOTS`)
+/// (`sched/processor/pool_hooks.rs`): a storage slot (`None` beyond `MAX_SLOTS`)
 /// and a pin record, allocated on the P's first pool use.
 pub(crate) fn new_ids() -> PoolIds {
     PoolIds {

@@ -169,12 +169,14 @@ impl<T: Send + 'static> Pool<T> {
         F: Fn() -> T + Send + Sync + 'static,
     {
         pin::init_barriers();
-        crate::sched::pool_hooks::register(crate::sched::pool_hooks::PoolHooks {
-            new_ids: local::new_ids,
-            free_ids: local::free_ids,
-            any_values: victim::any_values,
-            cycle: victim::monitor_cycle,
-        });
+        crate::sched::processor::pool_hooks::register(
+            crate::sched::processor::pool_hooks::PoolHooks {
+                new_ids: local::new_ids,
+                free_ids: local::free_ids,
+                any_values: victim::any_values,
+                cycle: victim::monitor_cycle,
+            },
+        );
         let shared = Arc::new(Shared {
             core: PoolCore::new(),
             new: Box::new(new),

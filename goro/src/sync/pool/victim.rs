@@ -146,8 +146,8 @@ pub(crate) fn cycle_all(keep_victim: bool) {
 /// cycle happened within `interval`. Returns when the next one is due.
 pub(crate) fn monitor_cycle(interval: Duration, keep_victim: bool) -> Instant {
     match cycle(keep_victim, Some(interval)) {
-        Ok(()) => crate::sched::clock::instant_after(Instant::now(), interval),
-        Err(last) => crate::sched::clock::instant_after(last, interval),
+        Ok(()) => crate::sched::timer::clock::instant_after(Instant::now(), interval),
+        Err(last) => crate::sched::timer::clock::instant_after(last, interval),
     }
 }
 

@@ -37,7 +37,7 @@ pub(crate) use decode::{parse, Ev};
 use super::clock::ToNs;
 use super::proto::Buf;
 use super::{OUT_FINISHED, OUT_PREEMPTED, OUT_YIELD};
-use crate::sched::task_meta::Reason;
+use crate::sched::task::meta::Reason;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;

@@ -3,8 +3,8 @@
 //! future, so what it spawns or wakes finds the runtime (through the global
 //! queue: it holds no P).
 
-use super::machine::{held_id, CTX};
-use super::Sched;
+use super::{held_id, CTX};
+use crate::sched::Sched;
 use std::sync::Arc;
 
 /// Sets the thread's runtime for the life of the guard (a `block_on` caller).

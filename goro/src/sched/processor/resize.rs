@@ -81,11 +81,11 @@
 //! * Capacity fixed at start-up with an "active" count (`allp.rs` says why
 //!   the table grows instead).
 
-use crate::sched::idle::HeldP;
 use crate::sched::machine::Machine;
+use crate::sched::processor::idle::HeldP;
 use crate::sched::processor::Processor;
+use crate::sched::timer::queue::push;
 use crate::sched::timer::NEVER;
-use crate::sched::timer_queue::push;
 use crate::sched::Sched;
 use crate::stats::bump_shared;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

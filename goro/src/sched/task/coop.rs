@@ -18,7 +18,7 @@
 //! queued on that P starves.
 //!
 //! The budget is per poll, refilled by the M before each one
-//! (`Machine::execute`, `sched/machine.rs`), as tokio does (its budget
+//! (`Machine::execute`, `sched/machine/mod.rs`), as tokio does (its budget
 //! is 128 operations). Go's budget is time (a 10 ms slice, enforced by
 //! sysmon's signal); goro counts operations instead because reading the
 //! clock at every safe point would cost as much as the operation itself.

@@ -4,11 +4,11 @@
 //! another queue; the timer each entry points to, and the lazy stop and
 //! reset that make entries zombies, are in `timer.rs`.
 
-use super::timer::{Action, Fired, TimerInner, NEVER, NO_ENTRY};
-use super::timer_heap::Heap;
-use super::Sched;
+use super::heap::Heap;
+use super::{Action, Fired, TimerInner, NEVER, NO_ENTRY};
 use crate::loom::Unpoison;
 use crate::loom::{AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::sched::Sched;
 use std::sync::{Arc, Weak};
 
 struct HeapItem {
@@ -272,7 +272,7 @@ impl TimerQueue {
 
     /// Removes every entry and returns the timers whose entry was live,
     /// now without an entry, for the caller to [`push`] onto another queue
-    /// (a P removed by a resize, `sched/resize.rs`; Go's `moveTimers`).
+    /// (a P removed by a resize, `sched/processor/resize.rs`; Go's `moveTimers`).
     /// Zombies are dropped. Until the caller's push, a timer is armed with
     /// no entry: a `reset` meanwhile pushes one itself (and the caller's
     /// push then finds it and does nothing), a `stop` clears `when` (and

@@ -10,10 +10,10 @@
 //! the ring has 4 slots under loom so that overflow is reachable.
 
 use crate::loom::thread;
-use crate::sched::idle::HeldP;
+use crate::sched::machine::park::{Handoff, Parker};
 use crate::sched::machine::{current_p, set_p, take_p, Machine, CTX};
-use crate::sched::park::{Handoff, Parker};
 use crate::sched::policy::{Policy, SpinPolicy};
+use crate::sched::processor::idle::HeldP;
 use crate::sched::runq::Local;
 use crate::sched::task::test_support::{runnable, Log};
 use crate::sched::task::Runnable;
@@ -259,8 +259,8 @@ fn loom_timer_mask_never_hides_an_idle_ps_timers() {
 // reports the deadlock: that is the failure these models look for.
 // ---------------------------------------------------------------------------
 
+use crate::sched::timer::queue::{push, TimerQueue};
 use crate::sched::timer::{Action, Callback, TimerInner, NEVER};
-use crate::sched::timer_queue::{push, TimerQueue};
 
 /// The timer armed during the model (and, in the first model, the deadline
 /// the sleeper slept until before it).

@@ -8,10 +8,15 @@
 //! Fields written by the owner only are atomics so that thieves, the monitor
 //! and `stats()` can read them; the owner uses relaxed single-writer updates.
 
+pub(crate) mod allp;
+pub(crate) mod idle;
+pub(crate) mod pool_hooks;
+pub(crate) mod resize;
+
 // std atomics even under loom: these are progress hints for the monitor and
 // thieves (a stale value delays or repeats a retake), not synchronization.
 use crate::sched::runq::RunQueue;
-use crate::sched::timer_queue::TimerQueue;
+use crate::sched::timer::queue::TimerQueue;
 use crate::stats::Counters;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,9 +43,9 @@ pub(crate) struct Processor {
     pub(crate) timers: Arc<TimerQueue>,
     /// Pool hook: this P's process-wide pool slot and pin record, allocated
     /// on its first pool use (see `sync::pool::local`).
-    pub(crate) pool: super::pool_hooks::PoolSlot,
+    pub(crate) pool: pool_hooks::PoolSlot,
     /// Latency and queue-depth histograms (`runtime/metrics.rs`).
-    pub(crate) metrics: super::sampling::ProcMetrics,
+    pub(crate) metrics: crate::sched::sysmon::sampling::ProcMetrics,
 }
 
 impl Processor {
@@ -54,8 +59,8 @@ impl Processor {
             mon_when: AtomicU64::new(0),
             counters: Counters::default(),
             timers: TimerQueue::new(sched),
-            pool: super::pool_hooks::PoolSlot::new(),
-            metrics: super::sampling::ProcMetrics::new(),
+            pool: pool_hooks::PoolSlot::new(),
+            metrics: crate::sched::sysmon::sampling::ProcMetrics::new(),
         }
     }
 

@@ -11,8 +11,8 @@
 //!   global queue: "a task was lost".
 
 use crate::loom::thread;
-use crate::sched::idle::HeldP;
-use crate::sched::loom_tests::model_sched_with;
+use crate::sched::loom::tests::model_sched_with;
+use crate::sched::processor::idle::HeldP;
 use crate::sched::task::test_support::{runnable, Log};
 use crate::sched::task::Runnable;
 use crate::sched::timer::{Action, Callback};
@@ -90,7 +90,7 @@ fn loom_resize_shrink_keeps_a_timer_armed_meanwhile() {
         taken.extend(sched.ps[0].runq.steal_all());
         taken.extend(sched.ps[1].runq.steal_all());
         taken.extend(sched.global.drain());
-        crate::sched::loom_runq::each_taken_once(taken, 2, &log, "resize");
+        crate::sched::loom::runq::each_taken_once(taken, 2, &log, "resize");
         sched.drain_timers();
     });
 }

@@ -67,6 +67,9 @@
 //! FIFO + `runnext` gets the locality win without it) and a lock per queue
 //! (a steal would block the owner's fast path).
 
+pub(crate) mod global;
+pub(crate) mod steal;
+
 use crate::loom::{AtomicPtr, AtomicU32, Ordering};
 use crate::sched::task::Runnable;
 use std::marker::PhantomData;
@@ -538,5 +541,4 @@ fn nn(p: *mut ()) -> std::ptr::NonNull<()> {
 }
 
 #[cfg(all(test, not(loom)))]
-#[path = "runq_tests.rs"]
 mod tests;

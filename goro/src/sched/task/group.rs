@@ -19,7 +19,7 @@
 //! list and wakes the task waiting in [`TaskGroup::join_next`]. The future
 //! is dropped once, however the member ends (it returns, panics, is
 //! aborted, or the runtime shuts down), and only after the task has left
-//! the runtime's task table (`TaskFuture::drop_future`, `sched/task.rs`):
+//! the runtime's task table (`TaskFuture::drop_future`, `sched/task/mod.rs`):
 //! so when `join_next` returns a member's result, that member is gone from
 //! [`Runtime::dump`](crate::Runtime::dump) and everything its future owned
 //! has been dropped. `join_next` then takes the result through the
@@ -62,8 +62,8 @@
 //! never held across user code or a wake.
 
 use crate::loom::Unpoison;
+use crate::sched::task::meta::{blocked_on, Parent, Reason, TaskId};
 use crate::sched::task::{JoinError, JoinHandle};
-use crate::sched::task_meta::{blocked_on, Parent, Reason, TaskId};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
@@ -178,7 +178,7 @@ impl<T> TaskGroup<T> {
             }),
             next_key: 0,
             epoch: 0,
-            owner: crate::sched::task_meta::current_task(),
+            owner: crate::sched::task::meta::current_task(),
         }
     }
 
@@ -220,7 +220,7 @@ impl<T> TaskGroup<T> {
                     epoch,
                 },
             };
-            crate::sched::spawn::spawn_at(sched, member, None, location, owner)
+            crate::sched::task::spawn::spawn_at(sched, member, None, location, owner)
         });
         let Some(handle) = spawned else {
             panic!(

@@ -26,10 +26,12 @@
 //! the monitor sleeps on a condition variable until a P is taken from the
 //! idle list (`notify_busy`), so an idle runtime makes no wakeups at all.
 
+pub(crate) mod sampling;
+
 use crate::loom::Unpoison;
 use crate::loom::{AtomicBool, Condvar, Mutex, Ordering};
-use crate::sched::clock::instant_after;
-use crate::sched::pool_hooks;
+use crate::sched::processor::pool_hooks;
+use crate::sched::timer::clock::instant_after;
 use crate::sched::Sched;
 use crate::stats::bump_shared;
 use std::sync::Arc;
@@ -177,7 +179,7 @@ pub(crate) fn monitor_main(sched: Arc<Sched>, mut hooks: Box<dyn MonitorHooks>) 
         if sched.is_shutdown() {
             return;
         }
-        crate::sched::clock::refresh_coarse();
+        crate::sched::timer::clock::refresh_coarse();
         if let (Some(t), Some(since)) = (deadlock_due, idle_since) {
             if Instant::now() >= t {
                 hooks.idle(&sched, since.elapsed());
@@ -196,7 +198,7 @@ pub(crate) fn monitor_main(sched: Arc<Sched>, mut hooks: Box<dyn MonitorHooks>) 
         if !idle {
             // Nobody polled for a while (every P busy in long polls):
             // poll for them (Go's sysmon does; net/poller.rs).
-            super::netpoll::sysmon_poll(&sched);
+            crate::sched::machine::netpoll::sysmon_poll(&sched);
             sched.sweep_retired();
             // Queue depths, for the metrics (runtime/metrics.rs).
             for p in sched.ps.iter().take(sched.procs()) {

@@ -30,7 +30,7 @@
 
 use crate::loom::Unpoison;
 use crate::loom::{Condvar, Mutex};
-use crate::sched::idle::HeldP;
+use crate::sched::processor::idle::HeldP;
 use std::sync::Arc;
 use std::time::Duration;
 

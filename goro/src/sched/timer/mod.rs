@@ -11,7 +11,7 @@
 //! dedicated timer goroutine; every arm and every fire crossed threads.
 //! `Policy::timers = Global` restores that shape (one heap, one lock, checked
 //! by every P) so the difference can be measured. How the scheduler runs the
-//! queues is in `sched/timers.rs`.
+//! queues is in `sched/timer/check.rs`.
 //!
 //! # Channel timers are on a heap only while someone waits (Go 1.23)
 //!
@@ -75,10 +75,15 @@
 //!   itself is already shared, so the callback lives in it, fixed at
 //!   creation and called without the lock.
 
-use super::timer_queue::TimerQueue;
+pub(crate) mod check;
+pub(crate) mod clock;
+pub(crate) mod heap;
+pub(crate) mod queue;
+pub(crate) mod sleep;
+
 use crate::loom::Unpoison;
 use crate::loom::{AtomicU64, Mutex, MutexGuard, Ordering};
-use crate::sched::clock;
+use queue::TimerQueue;
 use std::sync::{Arc, Weak};
 use std::task::Waker;
 use std::time::Instant;
@@ -224,7 +229,7 @@ impl TimerInner {
     }
 
     /// A one-shot timer whose deadline is `when` from the start (`0`: not
-    /// armed); it still needs [`push`](super::timer_queue::push) for its heap entry. Saves a `set`
+    /// armed); it still needs [`push`](queue::push) for its heap entry. Saves a `set`
     /// (a lock round trip) on paths that arm right away, such as `sleep`.
     pub(crate) fn new_at(
         action: Action,
@@ -296,7 +301,7 @@ impl TimerInner {
     /// Sets the deadline (`0`: stop) and period. Returns whether the timer
     /// was pending (armed, or with an undelivered value that this call
     /// drained, as Go 1.23 counts it) and whether it now needs a heap entry
-    /// that it lacks (the caller then calls [`push`](super::timer_queue::push)).
+    /// that it lacks (the caller then calls [`push`](queue::push)).
     pub(crate) fn set(&self, when: u64, period: u64) -> (bool, bool) {
         let mut st = self.lock();
         let mut pending = st.when != 0;

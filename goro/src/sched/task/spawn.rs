@@ -5,8 +5,8 @@
 //! [`TaskGroup`] (`task_group.rs`) spawns its members through here.
 
 use crate::sched::machine::with_current_sched;
+use crate::sched::task::meta::Parent;
 use crate::sched::task::{new_task, JoinHandle, Spawn};
-use crate::sched::task_meta::Parent;
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
 use std::future::Future;

@@ -6,11 +6,11 @@
 //! ready at once without touching any heap.
 
 use super::clock;
-use super::machine::with_current_sched;
-use super::timer::{Action, TimerInner, NEVER};
-use super::Sched;
-use crate::sched::task_meta::{blocked_on, Reason};
-use crate::sched::timers::{arm_timer, release_sleep_timer};
+use super::{Action, TimerInner, NEVER};
+use crate::sched::machine::with_current_sched;
+use crate::sched::task::meta::{blocked_on, Reason};
+use crate::sched::timer::check::{arm_timer, release_sleep_timer};
+use crate::sched::Sched;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -120,7 +120,7 @@ impl Future for Sleep {
                 if self.check_clock && self.when <= clock::now() {
                     // A safe point (`coop.rs`): `sleep(0)` in a loop yields
                     // once the budget is spent.
-                    return crate::sched::coop::poll_proceed(cx);
+                    return crate::sched::task::coop::poll_proceed(cx);
                 }
                 if self.when == NEVER {
                     blocked_on(Reason::Sleep, 0);

@@ -1,5 +1,5 @@
 //! loom model of the spare sleep timer (`Sched::start_sleep`,
-//! `sched/timers.rs`): a finished sleep's timer stays armed, its waker
+//! `sched/timer/check.rs`): a finished sleep's timer stays armed, its waker
 //! forgotten, and the next sleep re-arms it while a thread may be running
 //! the heap that holds its old entry.
 //!
@@ -7,10 +7,10 @@
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p goro --lib --release loom_spare`
 
 use crate::loom::thread;
-use crate::sched::loom_tests::model_sched_with;
+use crate::sched::loom::tests::model_sched_with;
 use crate::sched::policy::Policy;
+use crate::sched::timer::queue::push;
 use crate::sched::timer::{Action, Callback, Fired, TimerInner, NO_ENTRY};
-use crate::sched::timer_queue::push;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Wake, Waker};

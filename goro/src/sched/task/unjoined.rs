@@ -22,7 +22,7 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// What happens when a task panics and nobody joins it (module docs of
-/// `sched/unjoined.rs`; [`crate::Builder::unjoined_panic`], `GORO_PANIC`).
+/// `sched/task/unjoined.rs`; [`crate::Builder::unjoined_panic`], `GORO_PANIC`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum UnjoinedPanic {
     /// The panic hook has printed the message; the program goes on (Rust's

@@ -64,15 +64,22 @@
 //! starts a new slice. (A clock read costs ~20 ns per poll, as much as a
 //! whole ping-pong hop's scheduling; a counter costs nothing.)
 
+pub(crate) mod block_on;
+pub(crate) mod blocking;
+pub(crate) mod enter;
+pub(crate) mod find;
+pub(crate) mod netpoll;
+pub(crate) mod park;
+
 use crate::loom::Ordering;
 use crate::rng::Rng;
 use crate::sched::backoff::Backoff;
-use crate::sched::idle::HeldP;
-use crate::sched::park::{Handoff, Parker};
+use crate::sched::machine::park::{Handoff, Parker};
+use crate::sched::processor::idle::HeldP;
 use crate::sched::runq::Local;
-use crate::sched::sampling::SAMPLE_EVERY;
+use crate::sched::sysmon::sampling::SAMPLE_EVERY;
+use crate::sched::task::meta::State;
 use crate::sched::task::Runnable;
-use crate::sched::task_meta::State;
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
 use std::cell::Cell;
@@ -108,7 +115,7 @@ impl Ctx {
             sched: Cell::new(ptr::null()),
             p: Cell::new(None),
             timer_wakes: Cell::new(false),
-            budget: Cell::new(crate::sched::coop::UNLIMITED),
+            budget: Cell::new(crate::sched::task::coop::UNLIMITED),
         }
     }
 }
@@ -270,7 +277,7 @@ pub(crate) struct Machine {
 impl Machine {
     /// An M of `sched` with no P yet; `rng` draws its victim order.
     pub(crate) fn new(sched: Arc<Sched>, spinning: bool, rng: Rng) -> Machine {
-        let budget = crate::sched::coop::poll_budget(&sched.policy);
+        let budget = crate::sched::task::coop::poll_budget(&sched.policy);
         Machine {
             sched,
             parker: Arc::new(Parker::new()),
@@ -384,14 +391,17 @@ impl Machine {
         let pid = self.p();
         let p = &self.sched.ps[pid];
         let meta = task.metadata();
-        meta.set(State::Running(Some(pid)), crate::sched::clock::coarse());
+        meta.set(
+            State::Running(Some(pid)),
+            crate::sched::timer::clock::coarse(),
+        );
         // One poll in SAMPLE_EVERY is timed, and every sampled wake
         // (`runtime/metrics.rs`); the rest read no clock.
         let polls = p.counters.tasks_polled.load(Ordering::Relaxed);
         let woke = meta.take_woken();
         let timed = polls.is_multiple_of(SAMPLE_EVERY);
         let start = if timed || woke.is_some() {
-            let now = crate::sched::clock::now();
+            let now = crate::sched::timer::clock::now();
             if let Some(w) = woke {
                 p.metrics.wake_to_run.record(now.saturating_sub(w));
             }
@@ -411,13 +421,13 @@ impl Machine {
         p.counters
             .tasks_polled
             .store(polls.wrapping_add(1), Ordering::Relaxed);
-        crate::sched::coop::set_budget(self.budget);
+        crate::sched::task::coop::set_budget(self.budget);
         task.run();
         if let Some(start) = start {
             // Into the P the poll started on, even if it was handed away.
             p.metrics
                 .poll
-                .record(crate::sched::clock::now().saturating_sub(start));
+                .record(crate::sched::timer::clock::now().saturating_sub(start));
         }
         // The P may have changed hands inside the poll (block_in_place).
         if let Some(pid) = self.held() {
@@ -455,7 +465,7 @@ impl Machine {
                 // spinning: look again after WATCH (the timeout takes the
                 // path below: leave the list, take an idle P, search).
                 bump_shared(&self.sched.counters.watches, 1);
-                parker.park(Some(crate::sched::idle::WATCH))
+                parker.park(Some(crate::sched::processor::idle::WATCH))
             } else {
                 match self.park_as_timer_sleeper(&parker) {
                     Some(h) => h,
@@ -559,7 +569,7 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
             Handoff::P { p, spinning } => {
                 // Back from a sleep: the coarse clock may be as old as the
                 // sleep (no monitor runs while every P is idle).
-                crate::sched::clock::refresh_coarse();
+                crate::sched::timer::clock::refresh_coarse();
                 m.acquirep(p);
                 m.spinning = spinning;
                 // What our blocking poll readied runs on this P first.

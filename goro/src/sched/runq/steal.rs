@@ -50,7 +50,7 @@ impl Machine {
             let last = pass + 1 == passes;
             let r = self.next_rand();
             let mut pos = (r as usize) % procs;
-            let stride = crate::sched::resize::stride((r >> 32) as usize, procs);
+            let stride = crate::sched::processor::resize::stride((r >> 32) as usize, procs);
             for _ in 0..procs {
                 let victim = pos;
                 pos = (pos + stride) % procs;

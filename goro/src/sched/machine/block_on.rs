@@ -23,7 +23,7 @@ pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
 /// loom has no clock.
 pub(crate) fn block_on_until<F: Future>(fut: F, deadline: Option<Instant>) -> Option<F::Output> {
     #[cfg(not(loom))]
-    if crate::sched::enter::on_worker_thread() {
+    if crate::sched::machine::enter::on_worker_thread() {
         return crate::block_in_place(|| park_on(fut, deadline));
     }
     park_on(fut, deadline)

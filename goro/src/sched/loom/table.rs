@@ -13,8 +13,8 @@
 
 use crate::loom::cell::UnsafeCell;
 use crate::loom::thread;
-use crate::sched::task_meta::{Parent, TaskMeta};
-use crate::sched::task_table::TaskTable;
+use crate::sched::task::meta::{Parent, TaskMeta};
+use crate::sched::task::table::TaskTable;
 use std::panic::Location;
 use std::sync::Arc;
 use std::task::{Wake, Waker};

@@ -83,11 +83,11 @@
 //!   a poll) are async-task's to prove; the model checks what goro owns.
 
 use crate::loom::thread;
-use crate::sched::idle::HeldP;
-use crate::sched::loom_tests::{model_sched_with, on_p, runqput_here};
+use crate::sched::loom::tests::{model_sched_with, on_p, runqput_here};
+use crate::sched::machine::park::Handoff;
 use crate::sched::machine::Machine;
-use crate::sched::park::Handoff;
 use crate::sched::policy::Policy;
+use crate::sched::processor::idle::HeldP;
 use crate::sched::task::test_support::{runnable, Log};
 use crate::sched::Sched;
 use crate::RunnextWake;
@@ -324,14 +324,14 @@ fn loom_handoff_preempted_task_requeued_while_its_waker_fires() {
                 // The task's work before its safe point: the outside wake may
                 // land here, while the task runs.
                 ph.store(1, LoomOrdering::SeqCst);
-                crate::sched::coop::consume_budget().await;
+                crate::sched::task::coop::consume_budget().await;
                 dn.fetch_add(1, Ordering::SeqCst);
             },
             crate::sched::task::Spawn {
                 location: std::panic::Location::caller(),
                 name: None,
                 p: None,
-                parent: crate::sched::task_meta::Parent::SPAWNER,
+                parent: crate::sched::task::meta::Parent::SPAWNER,
             },
         );
         drop(handle); // detached
@@ -343,9 +343,9 @@ fn loom_handoff_preempted_task_requeued_while_its_waker_fires() {
             seen
         });
         let ((), p0) = on_p(&sched, p0, || {
-            crate::sched::coop::set_budget(0);
+            crate::sched::task::coop::set_budget(0);
             runnable.run();
-            crate::sched::coop::set_budget(crate::sched::coop::UNLIMITED);
+            crate::sched::task::coop::set_budget(crate::sched::task::coop::UNLIMITED);
         });
         let mut p0 = p0.expect("the poll keeps P0");
         phase.store(2, LoomOrdering::SeqCst);

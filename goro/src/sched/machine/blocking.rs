@@ -16,8 +16,8 @@
 use crate::loom::Ordering;
 use crate::loom::Unpoison;
 use crate::sched::machine::{current_p, current_sched, set_p, take_p};
+use crate::sched::task::meta::State;
 use crate::sched::task::{new_task_with, JoinHandle, Runnable, Spawn};
-use crate::sched::task_meta::State;
 use crate::sched::Sched;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
@@ -112,7 +112,7 @@ where
         name: None,
         // Queued in the blocking pool, not on a P.
         p: None,
-        parent: crate::sched::task_meta::Parent::SPAWNER,
+        parent: crate::sched::task::meta::Parent::SPAWNER,
     };
     let (runnable, handle) =
         new_task_with(sched, async move { f() }, spawn, move |r: Runnable, _| {
@@ -193,7 +193,7 @@ impl BlockingPool {
             if let Some(task) = st.queue.pop_front() {
                 drop(st);
                 task.metadata()
-                    .set(State::Running(None), crate::sched::clock::coarse());
+                    .set(State::Running(None), crate::sched::timer::clock::coarse());
                 task.run();
                 st = self.state.lock().unpoison();
                 continue;

@@ -11,11 +11,11 @@
 //! [`SYSMON_POLL_GAP`] ([`sysmon_poll`]). What a poll readies is woken as
 //! one batch onto the polling P (Go's `injectglist`).
 
-use super::machine::Machine;
 use super::park::{Handoff, PollBreak};
-use super::task::Runnable;
-use super::Sched;
+use super::Machine;
 use crate::loom::Unpoison;
+use crate::sched::task::Runnable;
+use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
 use std::any::Any;
 use std::io;
@@ -140,7 +140,7 @@ impl Machine {
             return None;
         }
         bump(&p.counters.netpoll_ready, self.ready.len() as u64);
-        super::trace::netpoll(sched, self.ready.len());
+        crate::sched::trace::netpoll(sched, self.ready.len());
         wake_batch(sched, &mut self.ready);
         self.take_local()
     }
@@ -172,8 +172,8 @@ impl Machine {
     pub(crate) fn deliver_ready(&mut self) {
         let n = self.ready.len() as u64;
         let sched = self.sched.clone();
-        super::trace::netpoll(&sched, n as usize);
-        if let Some(pid) = super::machine::current_p(&sched) {
+        crate::sched::trace::netpoll(&sched, n as usize);
+        if let Some(pid) = super::current_p(&sched) {
             bump(&sched.ps[pid].counters.netpoll_ready, n);
             wake_batch(&sched, &mut self.ready);
         } else {
@@ -189,7 +189,7 @@ impl Machine {
 /// for the lot, instead of a `runnext` bump and a fenced `wakep` per task.
 fn wake_batch(sched: &Sched, wakers: &mut Vec<Waker>) {
     let many = wakers.len() > 1;
-    super::machine::wake_quietly(|| wake_all(wakers));
+    super::wake_quietly(|| wake_all(wakers));
     if many {
         sched.wakep(); // the first runs here; a thief for the rest
     }
@@ -204,7 +204,7 @@ pub(crate) fn sysmon_poll(sched: &Sched) {
     };
     if np.poll_if_due(SYSMON_POLL_GAP, &sched.counters.netpolls, &mut out) {
         bump_shared(&sched.counters.netpoll_ready, out.len() as u64);
-        super::trace::netpoll(sched, out.len());
+        crate::sched::trace::netpoll(sched, out.len());
         wake_all(&mut out);
     }
 }

@@ -35,6 +35,13 @@
 //! both away; `docs/ARCHITECTURE.md`, "What a parked task costs", counts
 //! the bytes at stake.
 
+pub mod coop;
+pub(crate) mod group;
+pub(crate) mod meta;
+pub(crate) mod spawn;
+pub(crate) mod table;
+pub(crate) mod unjoined;
+
 use crate::loom::Unpoison;
 use std::any::Any;
 use std::fmt;
@@ -45,8 +52,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use crate::sched::task_meta::{blocked_on, Parent, PollScope, Reason, State, TaskId, TaskMeta};
-use crate::sched::task_table::TaskTable;
+use crate::sched::task::meta::{blocked_on, Parent, PollScope, Reason, State, TaskId, TaskMeta};
+use crate::sched::task::table::TaskTable;
 use crate::sched::Sched;
 
 /// A scheduled task, as held by run queues.
@@ -103,7 +110,7 @@ where
         spawn.name,
         spawn.p,
         spawn.parent,
-        crate::sched::clock::coarse(),
+        crate::sched::timer::clock::coarse(),
     );
     let (runnable, task) = async_task::Builder::new().metadata(meta).spawn(
         |meta: &TaskMeta| TaskFuture {
@@ -192,8 +199,10 @@ impl<F: Future> Future for TaskFuture<F> {
             Ok(Poll::Pending) => {
                 let (reason, detail) = scope.reason();
                 crate::sched::trace::poll_parked(this.meta().id, reason);
-                this.meta()
-                    .set(State::Parked(reason, detail), crate::sched::clock::coarse());
+                this.meta().set(
+                    State::Parked(reason, detail),
+                    crate::sched::timer::clock::coarse(),
+                );
                 if !this.parked_once {
                     this.parked_once = true;
                     this.table().keep_waker(this.meta(), cx.waker());
@@ -251,7 +260,7 @@ impl<T> Drop for TaskOutput<T> {
             let unseen_panic = matches!(v, Err(JoinError::Panic(_)));
             drop_quietly(v);
             if unseen_panic {
-                crate::sched::unjoined::dropped_unseen();
+                crate::sched::task::unjoined::dropped_unseen();
             }
         }
     }
@@ -375,7 +384,7 @@ impl<T> Future for JoinHandle<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // A safe point (`coop.rs`): joining finished tasks in a loop yields.
-        if crate::sched::coop::poll_proceed(cx).is_pending() {
+        if crate::sched::task::coop::poll_proceed(cx).is_pending() {
             return Poll::Pending;
         }
         let mut slot = self.slot();
@@ -511,11 +520,11 @@ pub(crate) mod test_support {
     pub(crate) fn runnable(id: usize, log: &Log) -> Runnable {
         let ran = log.ran.clone();
         let guard = CountDrop(log.dropped.clone());
-        let meta = crate::sched::task_meta::TaskMeta::new(
+        let meta = crate::sched::task::meta::TaskMeta::new(
             std::panic::Location::caller(),
             None,
             None,
-            crate::sched::task_meta::Parent::SPAWNER,
+            crate::sched::task::meta::Parent::SPAWNER,
             1,
         );
         let (r, t) = async_task::Builder::new().metadata(meta).spawn(

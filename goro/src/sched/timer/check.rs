@@ -27,16 +27,16 @@
 //! heap's new earliest deadline, fences, then reads `sleep_until`; the
 //! sleeper stores `sleep_until`, fences, then re-reads every heap's
 //! earliest deadline. The loom models `loom_timer_sleeper_*`
-//! (`sched/loom_tests.rs`) check it, with the fallbacks around it.
+//! (`sched/loom/tests.rs`) check it, with the fallbacks around it.
 
 use crate::loom::Unpoison;
 use crate::loom::{fence, Ordering};
-use crate::sched::clock;
+use crate::sched::machine::park::{Handoff, Parker};
 use crate::sched::machine::{current_p, wake_quietly, with_current_sched, Machine};
-use crate::sched::park::{Handoff, Parker};
 use crate::sched::policy::TimerPlacement;
+use crate::sched::timer::clock;
+use crate::sched::timer::queue::{push, TimerQueue};
 use crate::sched::timer::{Action, Callback, Fired, TimerInner, NEVER};
-use crate::sched::timer_queue::{push, TimerQueue};
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
 use std::sync::atomic::AtomicU64;
@@ -79,7 +79,7 @@ pub(crate) fn push_timer(t: &Arc<TimerInner>) {
 }
 
 impl Sched {
-    /// Runtime clock now (see `sched/clock.rs`).
+    /// Runtime clock now (see `sched/timer/clock.rs`).
     #[inline]
     pub(crate) fn now(&self) -> u64 {
         clock::now()
@@ -327,7 +327,7 @@ impl Sched {
             match f {
                 Fired::Wake(w) => w.wake(),
                 Fired::Func(t, true) => {
-                    crate::sched::spawn::spawn_on(self, async move { t.call() }, None);
+                    crate::sched::task::spawn::spawn_on(self, async move { t.call() }, None);
                 }
                 Fired::Func(t, false) => t.call(),
             }

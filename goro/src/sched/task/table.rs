@@ -34,7 +34,7 @@
 //! one a user most needs to see).
 
 use crate::loom::cell::{MutPtr, UnsafeCell};
-use crate::sched::task_meta::TaskMeta;
+use crate::sched::task::meta::TaskMeta;
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::Ordering;
 use std::task::Waker;
@@ -278,7 +278,7 @@ mod tests {
                     Location::caller(),
                     None,
                     None,
-                    crate::sched::task_meta::Parent::SPAWNER,
+                    crate::sched::task::meta::Parent::SPAWNER,
                     1,
                 )
             })

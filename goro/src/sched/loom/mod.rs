@@ -1,0 +1,10 @@
+//! loom models of the scheduler's lock-free protocols, one file per
+//! protocol (built only under `--cfg loom`; CONTRIBUTING.md says how to
+//! run them).
+
+mod handoff;
+mod resize;
+mod runq;
+mod spare;
+mod table;
+mod tests;
