@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every `bench/results/...` file the docs name must exist: a claim that
-# points at a raw file the repository does not hold fails CI (issue 18).
-# Then the counts the README states from a raw file (the test count and
-# time of `cargo test --workspace`, `compare`'s row counts) must be the
-# raw file's numbers (issue 34).
+# points at a raw file the repository does not hold fails CI. Then the
+# counts the README states from a raw file (the test count and time of
+# `cargo test --workspace`, `compare`'s row counts) must be the raw
+# file's numbers.
 #
 #   scripts/check-results.sh            # the default documents
 #   scripts/check-results.sh FILE...    # these documents instead

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 20's first must-hold, by hand: the example (examples/axum_app.rs)
-# answers `curl --http2` and `curl --http1.1` over TLS, and h2load with 100
-# concurrent streams over 10 connections, on 127.0.0.1; also its SQLite and
-# reqwest routes and a graceful shutdown. Prints each command and its
-# output (to FILE with --out).
+# The HTTP example's first acceptance check, by hand: the example
+# (examples/axum_app.rs) answers `curl --http2` and `curl --http1.1` over
+# TLS, and h2load with 100 concurrent streams over 10 connections, on
+# 127.0.0.1; also its SQLite and reqwest routes and a graceful shutdown.
+# Prints each command and its output (to FILE with --out).
 #
 #   scripts/http-example-check.sh [--out FILE]
 #

@@ -6,12 +6,13 @@
 //! One compare on the shared 2-core VM moves a row's ratio by a third
 //! (goro-bench/README.md, "compare"); a headline number is the median of
 //! three or more runs, given with its range and the load averages of each
-//! run (the JSON's last element, `run`, written since issue 34). The
-//! ratios are recomputed from each file's medians with `compare`'s rules:
-//! the same basis per row (wall or CPU ns/op, `compare::basis`) and the
-//! same rows left out of the go mean (`x`, `d`). The run-to-run spread of
-//! a file's own runs is not in its JSON beyond `spread`, so no `~` here:
-//! the range over the files is the noise this reports.
+//! run (the JSON's last element, `run`; files from before goro-bench
+//! recorded the load have none). The ratios are recomputed from each
+//! file's medians with `compare`'s rules: the same basis per row (wall or
+//! CPU ns/op, `compare::basis`) and the same rows left out of the go mean
+//! (`x`, `d`). The run-to-run spread of a file's own runs is not in its
+//! JSON beyond `spread`, so no `~` here: the range over the files is the
+//! noise this reports.
 
 use crate::compare::{self, Basis};
 use crate::report;
@@ -134,7 +135,7 @@ pub fn lines(paths: &[String]) -> Result<Vec<String>, String> {
             f.name,
             f.run
                 .as_deref()
-                .unwrap_or("no load recorded (a file from before issue 34)")
+                .unwrap_or("no load recorded (a file written before goro-bench recorded the load)")
         ));
     }
     let mut groups: Vec<&'static str> = Vec::new();
