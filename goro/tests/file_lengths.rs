@@ -20,32 +20,8 @@ const LIMIT: usize = 600;
 /// with why it is still one file.
 const ALLOWED: &[(&str, &str)] = &[
     (
-        "goro/tests/faults.rs",
-        "to be split: seven kinds of fault (task, after_func, Pool::new, Drop of held values, Drop of a task, block_in_place, shutdown) over shared checks",
-    ),
-    (
-        "goro-bench/src/workloads/time.rs",
-        "one concept: the time workload group (one file per group, CONTRIBUTING.md), with the per-runtime TimeRt sides tokio needs",
-    ),
-    (
-        "goro-bench/src/harness.rs",
-        "to be split: guarded interleaved runs, building the runtimes (build_goro, build_tokio) and the progress line (Ui)",
-    ),
-    (
         "goro-bench/src/compare.rs",
         "one concept: compare's default rows and ratio caveats; about a third is the tests that pin those lists",
-    ),
-    (
-        "goro-bench/src/report.rs",
-        "to be split: three outputs, the ratio table, its JSON (RunInfo) and the SVG chart",
-    ),
-    (
-        "goro-http/src/server.rs",
-        "to be split: configuration (Builder), the accept loop, the connection task (Conn) and shutdown tracking (ConnState, Tracked)",
-    ),
-    (
-        "goro-bench/src/main.rs",
-        "to be split: the command line (Cli, Common, opts) and the planning of run/compare rows (plan_spec, plan_default, suite)",
     ),
     (
         "goro/src/chan/select.rs",

@@ -1,8 +1,10 @@
 //! The workloads, one file per group of goro-bench/README.md (`sched.rs`,
 //! `chan.rs`, `time.rs`, `pool.rs`, `sync.rs` (and `errgroup.rs`, its
 //! errgroup_cancel row), `net.rs`; goro's side of the net group
-//! is `net_goro.rs`; `guarantees.rs` holds the sched group's
-//! scheduling-guarantee rows: spawn_busy, wake_busy, hog, ping_pong_hog).
+//! is `net_goro.rs`; the time group's rows written once per runtime are in
+//! `time_goro.rs` and `time_tokio.rs`; `guarantees.rs` holds the sched
+//! group's scheduling-guarantee rows: spawn_busy, wake_busy, hog,
+//! ping_pong_hog).
 //!
 //! # Adding a workload
 //!
@@ -42,6 +44,8 @@ pub mod sched;
 pub mod skynet;
 pub mod sync;
 pub mod time;
+pub mod time_goro;
+pub mod time_tokio;
 
 use crate::registry::Workload;
 
@@ -100,8 +104,9 @@ pub const TASKS_PER_P: usize = 4;
 /// The per-op counters the `fan_in` and `mutex_contended` rows print
 /// under the row (`.show`): every column's voluntary context switches
 /// (`nvcsw_per_op`, a thread that blocked in the kernel), and goro's
-/// threads parked, threads woken and spin rounds per op (`harness.rs`,
-/// `goro_extras`, from `Runtime::stats`). Every row's JSON has them.
+/// threads parked, threads woken and spin rounds per op
+/// (`harness/counters.rs`, `goro_extras`, from `Runtime::stats`). Every
+/// row's JSON has them.
 pub const COUNTERS: &[&str] = &[
     "nvcsw_per_op",
     "parks_per_op",
