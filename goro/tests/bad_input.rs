@@ -6,14 +6,13 @@
 //! clamping, never a lost value.
 #![cfg(not(loom))]
 
-mod common;
-mod net_support;
+mod support;
 
-use common::{thread_state, threads_named, wait_until, within};
-use net_support::pair;
 use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::net::pair;
+use support::{thread_state, threads_named, wait_until, within};
 
 const LIMIT: Duration = Duration::from_secs(60);
 const WAIT: Duration = Duration::from_secs(30);

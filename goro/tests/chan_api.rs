@@ -3,13 +3,13 @@
 //! `default(timeout)`, empty and default-only forms, temporaries and
 //! trailing commas, and `select_blocking!` on plain threads.
 
-mod common;
+mod support;
 
-use common::within;
 use goro::chan::{
     bounded, never, unbounded, Receiver, RecvTimeoutError, SendTimeoutError, TryRecvError,
 };
 use std::time::{Duration, Instant};
+use support::within;
 
 const LIMIT: Duration = Duration::from_secs(30);
 const SHORT: Duration = Duration::from_millis(5);

@@ -1,7 +1,6 @@
 //! Channel operations one by one: buffering, rendezvous, close, auto-close,
 //! hand-off, blocking calls, the `Stream` impl and the error types.
 
-#[path = "chan_support/mod.rs"]
 mod support;
 
 use std::collections::HashSet;
@@ -10,7 +9,7 @@ use std::task::Poll;
 
 use futures::StreamExt;
 use goro::chan::{self, RecvError, SendError, TryRecvError, TrySendError};
-use support::*;
+use support::chan::*;
 
 #[test]
 fn ends_are_send_sync_clone() {

@@ -2,7 +2,6 @@
 //! completes leaves the channel as if it had never been called, and no
 //! value is ever lost or duplicated.
 
-#[path = "chan_support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,7 +10,7 @@ use std::task::Poll;
 
 use futures::Stream;
 use goro::chan::{self, TryRecvError, TrySendError};
-use support::*;
+use support::chan::*;
 
 #[test]
 fn dropped_recv_future_leaves_no_waiter() {

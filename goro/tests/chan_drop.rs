@@ -3,13 +3,13 @@
 //! dropped the channel, and the process is not aborted (a second panic
 //! during the first one's unwind would abort it).
 
-mod common;
+mod support;
 
-use common::within;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use support::within;
 
 const LIMIT: Duration = Duration::from_secs(30);
 

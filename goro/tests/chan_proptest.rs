@@ -3,7 +3,6 @@
 //! Includes send/recv futures that are polled once and dropped, to check
 //! that cancellation leaves the channel as the model says.
 
-#[path = "chan_support/mod.rs"]
 mod support;
 
 use std::collections::VecDeque;
@@ -11,7 +10,7 @@ use std::task::Poll;
 
 use goro::chan::{self, RecvError, SendError, TryRecvError, TrySendError};
 use proptest::prelude::*;
-use support::poll_once;
+use support::chan::poll_once;
 
 #[derive(Debug, Clone)]
 enum Op {

@@ -1,10 +1,10 @@
 //! Channels under the real scheduler: tasks passing a token round a ring, ping-pong,
 //! select, and wakes landing in `runnext`.
 
-mod common;
+mod support;
 
-use common::within;
 use std::time::Duration;
+use support::within;
 
 /// n tasks in a ring over rendezvous channels pass a token `hops` times.
 fn ring(procs: usize, n: usize, hops: u64, cap: usize) -> u64 {

@@ -2,7 +2,6 @@
 //! parking on several channels, same channel twice, select against select,
 //! and the macro's syntax.
 
-#[path = "chan_support/mod.rs"]
 mod support;
 
 use std::collections::HashSet;
@@ -10,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use goro::chan::{self, RecvError, SendError, TryRecvError};
-use support::*;
+use support::chan::*;
 
 #[derive(Debug, PartialEq)]
 enum Got<T> {

@@ -5,7 +5,6 @@
 //! choice, the safe point, futures that are not `Unpin`, and bodies that
 //! `?`, `break` or borrow what the future borrowed.
 
-#[path = "chan_support/mod.rs"]
 mod support;
 
 use std::future::Future;
@@ -17,7 +16,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use goro::chan;
-use support::*;
+use support::chan::*;
 
 fn rt(procs: usize) -> goro::Runtime {
     goro::Runtime::builder().procs(procs).build().unwrap()

@@ -9,14 +9,14 @@
 //! `try_select` locked every channel of the select at once, the
 //! version failed 1 to 2,690 times in 100,000 trials (RELIABILITY.md).
 
-mod common;
+mod support;
 
-use common::within;
 use goro::chan::try_select::{try_select, TryCase, TryRecvCase};
 use goro::chan::{bounded, never, Receiver, Sender};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::within;
 
 /// Every test here must finish within this (a hang is a lost wakeup or a
 /// deadlock, never a slow machine: each takes seconds).

@@ -5,15 +5,15 @@
 //! `select!` case takes anything that derefs to a channel end, as
 //! crossbeam's `select!` does (its `tests/select_macro.rs`, `deref`).
 
-mod common;
+mod support;
 
-use common::within;
 use goro::chan::{bounded, Receiver, Sender};
 use goro::Runtime;
 use std::ops::Deref;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
+use support::within;
 
 /// A hang here is a starved task: the test fails with its message instead.
 const LIMIT: Duration = Duration::from_secs(10);

@@ -3,7 +3,6 @@
 //! another thread than the one that allocated them, threads exiting with
 //! cached blocks, and futures that move to another waker while parked.
 
-#[path = "chan_support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,7 +10,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use goro::chan::{self, RecvError, TryRecvError};
-use support::*;
+use support::chan::*;
 
 /// Bigger than any cached block: parks through the plain-box path.
 type Big = [u64; 64];

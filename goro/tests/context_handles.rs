@@ -3,11 +3,11 @@
 //! until its deadline; a discarded handle leaks nothing; the opt-in guard
 //! cancels on drop.
 
-mod common;
+mod support;
 
-use common::within;
 use goro::context::{Context, ContextError};
 use std::time::{Duration, Instant};
+use support::within;
 
 const LIMIT: Duration = Duration::from_secs(60);
 

@@ -1,7 +1,7 @@
 //! GORO_PROCS / GORO_POLICY / GORO_SCHEDTRACE / GORO_UPDATE_PROCS at start-up. One test, in its
 //! own binary, because the environment is process-wide.
 
-mod common;
+mod support;
 
 #[test]
 fn environment_settings_are_applied_and_bad_values_rejected_with_the_accepted_form() {
@@ -74,13 +74,13 @@ fn environment_settings_are_applied_and_bad_values_rejected_with_the_accepted_fo
         .build()
         .expect("a huge schedtrace interval is accepted");
     rt.block_on(async { goro::spawn(async {}).await.unwrap() });
-    common::wait_until(
+    support::wait_until(
         std::time::Duration::from_secs(30),
         "the monitor thread is alive and asleep (GORO_SCHEDTRACE=u64::MAX)",
         || {
-            common::threads_named("envtr-monitor")
+            support::threads_named("envtr-monitor")
                 .first()
-                .and_then(|&t| common::thread_state(t))
+                .and_then(|&t| support::thread_state(t))
                 .is_some_and(|(s, _)| s == 'S')
         },
     );

@@ -4,29 +4,26 @@
 //! is aborted, finishes detached or is left at shutdown. The panic reaches
 //! whoever dropped the value (or the panic hook), every other value is
 //! still dropped once, the process does not abort, and the runtime is
-//! whole (`faults_support::assert_usable`).
+//! whole (`support::faults::assert_usable`).
 //!
 //! Covered elsewhere (not repeated here): a panicking `Drop` of a value
 //! retired by a pool cycle
 //! (`pool_cycle::a_panic_in_a_retired_values_drop_spares_the_others_in_the_lists` / `_in_the_rings`).
 #![cfg(not(loom))]
 
-mod common;
-mod faults_support;
-#[path = "pool_support/mod.rs"]
 mod support;
 
-use common::wait_until;
-use faults_support::{
-    all_dropped_once, assert_usable, at_procs, bomb, record_panics, Bomb, Guard, WAIT,
-};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use support::Ledger;
+use support::faults::{
+    all_dropped_once, assert_usable, at_procs, bomb, record_panics, Bomb, Guard, WAIT,
+};
+use support::pool::Ledger;
+use support::wait_until;
 
 // --------------------------------------------------------------------------
 // Panics in Drop of values held by channels and pools

@@ -1,7 +1,7 @@
 //! Faults in code the runtime runs for the user: a panic in a task, in an
 //! `after_func` callback, in `Pool::new`'s closure and in a `block_in_place`
 //! closure. After each, the panic reaches whoever awaits it (or the panic
-//! hook), and the runtime is whole (`faults_support::assert_usable`).
+//! hook), and the runtime is whole (`support::faults::assert_usable`).
 //!
 //! Covered elsewhere (not repeated here): a task panic's `JoinError`
 //! payload and message (`sched_basic::panic_in_task_surfaces_as_join_error_and_runtime_keeps_running`),
@@ -10,19 +10,16 @@
 //! a panicking `OnceCell` initializer (`sync_once_cell::panicking_initializer_lets_a_waiter_take_over`).
 #![cfg(not(loom))]
 
-mod common;
-mod faults_support;
-#[path = "pool_support/mod.rs"]
 mod support;
 
-use common::{wait_until, within};
-use faults_support::{
-    all_dropped_once, assert_usable, at_procs, record_panics, reported, rt, Guard, LIMIT, WAIT,
-};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::Ledger;
+use support::faults::{
+    all_dropped_once, assert_usable, at_procs, record_panics, reported, rt, Guard, LIMIT, WAIT,
+};
+use support::pool::Ledger;
+use support::{wait_until, within};
 
 // --------------------------------------------------------------------------
 // Panics in tasks

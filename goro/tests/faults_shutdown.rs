@@ -9,18 +9,15 @@
 //! (`sched_shutdown::dropping_a_runtime_stops_threads_and_drops_every_unfinished_future`).
 #![cfg(not(loom))]
 
-mod common;
-mod faults_support;
-#[path = "pool_support/mod.rs"]
 mod support;
 
-use common::wait_until;
-use faults_support::{all_dropped_once, at_procs, Guard, WAIT};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::{Ledger, Tracked};
+use support::faults::{all_dropped_once, at_procs, Guard, WAIT};
+use support::pool::{Ledger, Tracked};
+use support::wait_until;
 
 // --------------------------------------------------------------------------
 // Shutdown with tasks parked on every kind of wait

@@ -34,13 +34,13 @@
 //! lock.
 #![cfg(loom)]
 
-mod common;
+mod support;
 
-use common::loom_exec::{block_on, model_bounded};
 use goro::chan::{self, RecvError, SendError, TryRecvError, TrySendError};
 use loom::thread;
 use std::future::Future;
 use std::task::{Context, Poll};
+use support::loom_exec::{block_on, model_bounded};
 
 fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
     let mut cx = Context::from_waker(futures::task::noop_waker_ref());

@@ -49,11 +49,11 @@
 //!   complete it; the recv model passes (its `a` always completes it).
 #![cfg(loom)]
 
-mod common;
+mod support;
 
-use common::loom_exec::{block_on, model_bounded};
 use goro::chan::{self, TryRecvError};
 use loom::thread;
+use support::loom_exec::{block_on, model_bounded};
 
 /// The preemption bound of this file's models.
 const BOUND: usize = 5;

@@ -1,17 +1,16 @@
 //! Go's deadlines on TCP and UDP sockets.
 
-mod common;
-mod net_support;
+mod support;
 
-use common::within;
 use goro::net::{TcpListener, TcpStream, UdpSocket};
-use net_support::{pair, read_exact, LIMIT};
 use std::future::{poll_fn, Future};
 use std::io::ErrorKind;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::net::{pair, read_exact, LIMIT};
+use support::within;
 
 fn rt(procs: usize) -> goro::Runtime {
     goro::Runtime::builder().procs(procs).build().unwrap()

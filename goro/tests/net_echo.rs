@@ -1,11 +1,10 @@
 //! Echo over many concurrent loopback connections, at procs 1 and 4.
 
-mod common;
-mod net_support;
+mod support;
 
-use common::within;
 use goro::net::{TcpListener, TcpStream};
-use net_support::{raise_fd_limit, read_exact, LIMIT};
+use support::net::{raise_fd_limit, read_exact, LIMIT};
+use support::within;
 
 const CONNS: usize = 1000;
 const ROUNDS: usize = 5;

@@ -2,13 +2,12 @@
 //! once descriptors are free. (Its own test binary: it lowers the process's
 //! descriptor limit, which would starve tests running beside it.)
 
-mod common;
-mod net_support;
+mod support;
 
-use common::within;
 use goro::net::TcpListener;
-use net_support::{set_soft_fd_limit, LIMIT};
 use std::fs::File;
+use support::net::{set_soft_fd_limit, LIMIT};
+use support::within;
 
 #[test]
 fn accept_under_emfile_returns_the_error_and_recovers() {

@@ -1,14 +1,13 @@
 //! Peer reset and half-close are reported, never panics.
 
-mod common;
-mod net_support;
+mod support;
 
-use common::within;
 use goro::net::{TcpListener, TcpStream};
-use net_support::{pair, read_exact, LIMIT};
 use std::io::ErrorKind;
 use std::net::Shutdown;
 use std::os::fd::AsRawFd;
+use support::net::{pair, read_exact, LIMIT};
+use support::within;
 
 /// Makes `close` send a reset instead of a FIN (`SO_LINGER` with 0 s).
 fn linger_zero(fd: i32) {

@@ -3,18 +3,15 @@
 //! of `GoroIo`. Run with `cargo test -p goro --features hyper --test net_hyper`.
 #![cfg(feature = "hyper")]
 
-mod common;
-mod net_support;
+mod support;
 
 use bytes::Bytes;
-use common::within;
 use goro::net::hyper::{GoroExecutor, GoroIo, GoroTimer};
 use goro::net::{TcpListener, TcpStream};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use net_support::LIMIT;
 use std::convert::Infallible;
 use std::error::Error as _;
 use std::io;
@@ -22,6 +19,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::net::LIMIT;
+use support::within;
 
 const HELLO: &[u8] = b"Hello, World!";
 
@@ -413,7 +412,7 @@ fn header_read_timeout_cuts_1000_slow_loris_heads_while_hyper_clients_are_served
     const CUT_BOUND: Duration = Duration::from_secs(5);
     let _heavy = one_heavy_test_at_a_time();
     within(Duration::from_secs(120), "slow-loris heads", || {
-        let limit = net_support::raise_fd_limit(2 * SLOW_CLIENTS as u64 + 256);
+        let limit = support::net::raise_fd_limit(2 * SLOW_CLIENTS as u64 + 256);
         assert!(
             limit >= 2 * SLOW_CLIENTS as u64 + 128,
             "fd limit {limit} too low"
@@ -513,7 +512,7 @@ fn idle_hyper_keep_alive_connections_wake_nothing() {
     const CONNS: usize = 1000;
     let _heavy = one_heavy_test_at_a_time();
     within(Duration::from_secs(120), "idle hyper connections", || {
-        let limit = net_support::raise_fd_limit(2 * CONNS as u64 + 256);
+        let limit = support::net::raise_fd_limit(2 * CONNS as u64 + 256);
         let conns = CONNS.min((limit as usize).saturating_sub(256) / 2);
         assert!(conns >= 100, "fd limit {limit} too low for this test");
         let server_rt = goro::Runtime::builder()
@@ -545,15 +544,15 @@ fn idle_hyper_keep_alive_connections_wake_nothing() {
             }
             clients.push(c);
         }
-        let tids = common::threads_named("hidlesrv");
-        common::wait_until(Duration::from_secs(10), "server threads asleep", || {
+        let tids = support::threads_named("hidlesrv");
+        support::wait_until(Duration::from_secs(10), "server threads asleep", || {
             server_rt.schedtrace().contains("idleprocs=2")
                 && tids
                     .iter()
-                    .all(|&t| common::thread_state(t).map(|s| s.0) == Some('S'))
+                    .all(|&t| support::thread_state(t).map(|s| s.0) == Some('S'))
         });
-        let snapshot = || common::activity(&server_rt, &tids);
-        common::wait_until_quiet(
+        let snapshot = || support::activity(&server_rt, &tids);
+        support::wait_until_quiet(
             Duration::from_secs(10),
             "server threads stop waking",
             &snapshot,

@@ -2,13 +2,12 @@
 //! thread in the poller stays there. (Its own test binary, so no other
 //! test's threads or sockets add activity.)
 
-mod common;
-mod net_support;
+mod support;
 
-use common::{activity, thread_state, threads_named, wait_until, wait_until_quiet, within};
 use goro::net::{TcpListener, TcpStream};
-use net_support::{raise_fd_limit, LIMIT};
 use std::time::Duration;
+use support::net::{raise_fd_limit, LIMIT};
+use support::{activity, thread_state, threads_named, wait_until, wait_until_quiet, within};
 
 const CONNS: usize = 1000;
 

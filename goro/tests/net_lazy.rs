@@ -2,10 +2,10 @@
 //! socket makes exactly one. (Its own binary: it counts the process's
 //! epoll descriptors.)
 
-mod common;
+mod support;
 
-use common::within;
 use std::time::Duration;
+use support::within;
 
 fn epoll_fds() -> usize {
     std::fs::read_dir("/proc/self/fd")

@@ -11,17 +11,16 @@
 //! Its own test binary, and its tests run one at a time: one measures the
 //! process's CPU time and another lowers its descriptor limit.
 
-mod common;
-mod net_support;
+mod support;
 
-use common::{process_cpu, thread_state, threads_named, wait_until, wait_until_quiet, within};
 use goro::net::{TcpListener, TcpStream};
-use net_support::{raise_fd_limit, read_exact, set_soft_fd_limit};
 use std::io::{self, Read as _, Write as _};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use support::net::{raise_fd_limit, read_exact, set_soft_fd_limit};
+use support::{process_cpu, thread_state, threads_named, wait_until, wait_until_quiet, within};
 
 /// Whole-test limit (these tests make thousands of connections on a
 /// shared CI machine).

@@ -3,14 +3,14 @@
 //! `SetWriteDeadline`): a read deadline firing on the read half leaves the
 //! write half writing, and the other way round.
 
-mod common;
+mod support;
 
-use common::within;
 use goro::net::{TcpListener, TcpStream};
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::within;
 
 const LIMIT: Duration = Duration::from_secs(60);
 /// The most any single wait in these tests may take.

@@ -3,12 +3,12 @@
 //! packets decode). `scripts/check-trace.sh` checks the contents with
 //! Perfetto's own schema.
 
-mod common;
+mod support;
 
-use common::within;
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use support::within;
 
 /// A writer into shared memory.
 #[derive(Clone, Default)]

@@ -7,17 +7,15 @@
 //! (`pool_cycle` of an hour): every cycle here is a `pool_cycle()` call.
 #![cfg(not(loom))]
 
-mod common;
-#[path = "pool_support/mod.rs"]
 mod support;
 
-use common::{wait_until, within};
 use goro::sync::pool::wait_reclaimed;
 use goro::sync::{pool_cycle, Pool};
 use goro::{Policy, Runtime};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{serial, Ledger, Tracked};
+use support::pool::{serial, Ledger, Tracked};
+use support::{wait_until, within};
 
 const LIMIT: Duration = Duration::from_secs(30);
 

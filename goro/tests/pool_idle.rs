@@ -6,15 +6,13 @@
 //! process-wide, and no other test's threads may add wakeups.)
 #![cfg(not(loom))]
 
-mod common;
-#[path = "pool_support/mod.rs"]
 mod support;
 
-use common::{thread_state, threads_named, wait_until};
 use goro::sync::Pool;
 use std::sync::Arc;
 use std::time::Duration;
-use support::Ledger;
+use support::pool::Ledger;
+use support::{thread_state, threads_named, wait_until};
 
 #[test]
 fn idle_runtime_cycles_pooled_values_out_then_sleeps() {

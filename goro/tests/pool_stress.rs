@@ -5,17 +5,15 @@
 //! two hands at once, and in the end every value made is dropped exactly once.
 #![cfg(not(loom))]
 
-mod common;
-#[path = "pool_support/mod.rs"]
 mod support;
 
-use common::{wait_until, within};
 use goro::sync::{pool_cycle, Pool};
 use goro::{Policy, Runtime};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{Ledger, Tracked};
+use support::pool::{Ledger, Tracked};
+use support::{wait_until, within};
 
 const LIMIT: Duration = Duration::from_secs(120);
 

@@ -1,11 +1,11 @@
 //! The runtime API and the scheduler's behaviour under many tasks.
 
-mod common;
+mod support;
 
-use common::{wait_until, within};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use support::{wait_until, within};
 
 const LIMIT: Duration = Duration::from_secs(60);
 

@@ -1,12 +1,12 @@
 //! Blocking: `block_in_place` hands the P off; a poll that never yields does
 //! not stall the tasks queued behind it (the monitor marks its P stuck).
 
-mod common;
+mod support;
 
-use common::{wait_until, within};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use support::{wait_until, within};
 
 const LIMIT: Duration = Duration::from_secs(60);
 

@@ -9,14 +9,14 @@
 //! the test passes as soon as the other task has run, and fails with a
 //! message if it has not within the limit.
 
-mod common;
+mod support;
 
-use common::within;
 use goro::chan::bounded;
 use goro::{Policy, Runtime};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::within;
 
 const LIMIT: Duration = Duration::from_secs(30);
 

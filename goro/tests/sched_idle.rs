@@ -2,10 +2,10 @@
 //! tasks parked on channels and on timers an hour away.
 //! (Its own test binary, so no other test's threads add CPU time.)
 
-mod common;
+mod support;
 
-use common::{assert_idle_window, thread_state, threads_named, wait_until};
 use std::time::Duration;
+use support::{assert_idle_window, thread_state, threads_named, wait_until};
 
 #[test]
 fn idle_runtime_uses_no_cpu_and_its_threads_sleep() {

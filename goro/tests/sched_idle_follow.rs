@@ -5,12 +5,12 @@
 //! (1 s), so a monitor that woke to re-read would be seen.
 //! (Its own test binary, so no other test's threads add CPU time.)
 
-mod common;
+mod support;
 
-use common::{assert_idle_window, threads_named, wait_until};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use support::{assert_idle_window, threads_named, wait_until};
 
 #[test]
 fn idle_runtime_following_the_cpu_limit_makes_no_wakeups() {

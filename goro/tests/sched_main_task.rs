@@ -2,13 +2,13 @@
 //! main goroutine), not beside the scheduler on the calling thread:
 //! `Runtime::run` is what they expand to, `local` keeps the old path.
 
-mod common;
+mod support;
 
-use common::within;
 use goro::{Runtime, TaskState};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
+use support::within;
 
 /// How long a test that runs a runtime by hand may take before it fails.
 const DEADLINE: Duration = Duration::from_secs(20);

@@ -4,16 +4,15 @@
 //! delivered once, every timer fired once and never early, and every
 //! pooled value dropped once.
 
-mod common;
-mod net_support;
+mod support;
 
-use common::{wait_until, within};
 use goro::net::{TcpListener, TcpStream};
-use net_support::read_exact;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::net::read_exact;
+use support::{wait_until, within};
 
 const LIMIT: Duration = Duration::from_secs(60);
 

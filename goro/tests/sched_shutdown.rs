@@ -1,11 +1,11 @@
 //! Dropping a Runtime stops every thread and drops every unfinished future.
 
-mod common;
+mod support;
 
-use common::{threads_named, wait_until, within};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use support::{threads_named, wait_until, within};
 
 struct CountDrop(Arc<AtomicUsize>);
 impl Drop for CountDrop {

@@ -1,14 +1,14 @@
 //! Stress: wakes from tasks and from plain threads, at procs 1..8, looking
 //! for lost wakeups (a lost wakeup hangs, and the deadline fails the test).
 
-mod common;
+mod support;
 
-use common::within;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
+use support::within;
 
 /// A one-shot flag with a waker: the smallest thing a task can park on.
 #[derive(Default)]

@@ -41,9 +41,7 @@
 //! state, the checker, the watchdog and the end-of-run balances.
 #![cfg(not(loom))]
 
-mod common;
-mod net_support;
-mod pool_support;
+mod support;
 #[path = "soak/tasks.rs"]
 mod tasks;
 #[path = "soak/timed.rs"]
@@ -54,7 +52,6 @@ use goro::context::{Context, ContextError};
 use goro::net::{TcpListener, TcpStream};
 use goro::sync::{pool::wait_reclaimed, pool_cycle, Pool};
 use goro::time::{after, after_func, sleep, timeout, Ticker, Timer};
-use pool_support::{Ledger, Tracked};
 use std::collections::HashSet;
 use std::future::Future;
 use std::io::ErrorKind;
@@ -62,6 +59,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::pool::{Ledger, Tracked};
 use tasks::*;
 use timed::*;
 
@@ -538,7 +536,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 fn run_all(per_procs: Duration) {
     let _g = serial();
     // Two fds per connection, both ends in this process; a few connections.
-    net_support::raise_fd_limit(1024);
+    support::net::raise_fd_limit(1024);
     for procs in [1, 2, 4, 8] {
         soak_procs(procs, per_procs);
     }

@@ -19,13 +19,12 @@
 //! itself is what `wait` returns), the `Example*` functions (the doc examples
 //! on `ErrGroup` play their part, a worker pool included) and `BenchmarkGo`.
 //!
-//! Every wait is bounded by `common::DEADLINE`; nothing sleeps to let things
+//! Every wait is bounded by `support::DEADLINE`; nothing sleeps to let things
 //! settle: "has not started" is checked by polling once, or with `try_go`.
 #![cfg(not(loom))]
 
-mod common;
+mod support;
 
-use common::deadline as within;
 use goro::context::{Context, ContextError};
 use goro::sync::ErrGroup;
 use std::future::Future;
@@ -34,6 +33,7 @@ use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::task::Poll;
+use support::deadline as within;
 
 /// Whether `fut` is still pending after one poll.
 async fn pending_once<F: Future + Unpin>(fut: &mut F) -> bool {

@@ -3,7 +3,6 @@
 //! every interleaving they check is exact.
 #![cfg(not(loom))]
 
-#[path = "sync_support/mod.rs"]
 mod support;
 
 use std::cell::UnsafeCell;
@@ -12,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use goro::sync::Mutex;
-use support::{spawn, yield_now, Probe};
+use support::sync::{spawn, yield_now, Probe};
 
 /// Waits past Go's 1 ms starvation threshold. The waiter's age is the input
 /// of the tests that use it (time only grows, so this is not a race), not a

@@ -2,7 +2,6 @@
 //! cancellation or panic.
 #![cfg(not(loom))]
 
-#[path = "sync_support/mod.rs"]
 mod support;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -11,7 +10,7 @@ use std::sync::{Arc, Barrier};
 
 use futures::channel::oneshot;
 use goro::sync::OnceCell;
-use support::{spawn, Probe};
+use support::sync::{spawn, Probe};
 
 #[test]
 fn get_is_none_until_initialized() {

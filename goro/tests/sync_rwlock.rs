@@ -2,14 +2,13 @@
 //! cancellation.
 #![cfg(not(loom))]
 
-#[path = "sync_support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
 use goro::sync::RwLock;
-use support::{spawn, Probe};
+use support::sync::{spawn, Probe};
 
 #[test]
 fn readers_share_the_lock() {

@@ -2,14 +2,13 @@
 //! cancellation.
 #![cfg(not(loom))]
 
-#[path = "sync_support/mod.rs"]
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
 use goro::sync::Semaphore;
-use support::{spawn, Probe};
+use support::sync::{spawn, Probe};
 
 #[test]
 fn permits_are_returned_when_dropped() {

@@ -30,18 +30,18 @@
 //! Added for what Go does not have: a dropped leader must not fail the
 //! other callers, and the last caller dropped must stop the execution.
 //!
-//! Every wait is bounded by `common::DEADLINE`; nothing sleeps to let things
+//! Every wait is bounded by `support::DEADLINE`; nothing sleeps to let things
 //! settle: "all callers have joined" is read from `SingleFlight::callers`.
 #![cfg(not(loom))]
 
-mod common;
+mod support;
 
-use common::{deadline as within, DEADLINE};
 use goro::sync::{SingleFlight, SingleFlightError};
 use goro::Runtime;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
+use support::{deadline as within, DEADLINE};
 
 /// Waits (yielding) until `n` callers have joined the execution for `key`.
 async fn joined<K, V>(sf: &SingleFlight<K, V>, key: &K, n: usize)

@@ -1,7 +1,6 @@
 //! Behaviour of `goro::sync::WaitGroup`.
 #![cfg(not(loom))]
 
-#[path = "sync_support/mod.rs"]
 mod support;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -9,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
 use goro::sync::WaitGroup;
-use support::{spawn, Probe};
+use support::sync::{spawn, Probe};
 
 #[test]
 fn wait_returns_at_once_when_the_counter_is_zero() {

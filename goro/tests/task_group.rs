@@ -1,18 +1,18 @@
 //! `goro::TaskGroup` (`sched/task/group.rs`): completion order, abort and
 //! drop, detach, cancel-safe `join_next`, and how the dump lists members.
-//! Every wait is bounded by `common::DEADLINE`; nothing sleeps to let things
+//! Every wait is bounded by `support::DEADLINE`; nothing sleeps to let things
 //! settle (a dropped group's members are awaited in the dump with a
 //! deadline, since their aborts run at their next scheduling point).
 #![cfg(not(loom))]
 
-mod common;
+mod support;
 
-use common::{deadline as within, DEADLINE};
 use goro::{TaskGroup, TaskId};
 use std::future::Future;
 use std::pin::pin;
 use std::task::Poll;
 use std::time::Instant;
+use support::{deadline as within, DEADLINE};
 
 /// Yields until none of `ids` is in `rt`'s dump, failing after [`DEADLINE`].
 async fn gone(rt: &goro::Runtime, ids: &[TaskId], what: &str) {

@@ -7,12 +7,12 @@
 //! one tick twice, a cancelled receiver does not strand its ticker, and a
 //! dropped ticker costs an idle runtime nothing.
 
-mod common;
+mod support;
 
-use common::{wait_until, within};
 use goro::chan::{bounded, TryRecvError};
 use goro::time::{after, after_func, sleep, timeout, Ticker, Timer};
 use std::time::{Duration, Instant};
+use support::{wait_until, within};
 
 const LIMIT: Duration = Duration::from_secs(60);
 

@@ -1,11 +1,11 @@
 //! Contexts: trees cancel completely, deadlines take the earlier of parent
 //! and child, cancelled contexts leave no armed timer.
 
-mod common;
+mod support;
 
-use common::within;
 use goro::context::{Context, ContextError};
 use std::time::{Duration, Instant};
+use support::within;
 
 const LIMIT: Duration = Duration::from_secs(60);
 

@@ -1,13 +1,13 @@
 //! Timers: order, never early, stop/reset races, many live timers, timers
 //! armed from threads without a P, an idle runtime waking for a timer.
 
-mod common;
+mod support;
 
-use common::within;
 use goro::time::{after_func, sleep, sleep_until, timeout, Ticker, Timer};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::within;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -163,7 +163,7 @@ fn stop_reports_whether_it_prevented_the_fire_and_callbacks_run_at_most_once() {
         });
         // Every timer either fired exactly once or was prevented: wait for
         // the fired callbacks (they run as tasks) to be counted.
-        common::wait_until(
+        support::wait_until(
             Duration::from_secs(30),
             "callbacks of unprevented timers ran",
             || fired.load(Ordering::SeqCst) + prevented.load(Ordering::SeqCst) == 2000,
@@ -298,7 +298,7 @@ fn four_hundred_thousand_live_timers_with_random_stop_and_reset() {
             for t in timers.iter().take(1000) {
                 t.reset(Duration::from_millis(1));
             }
-            common::wait_until(
+            support::wait_until(
                 Duration::from_secs(30),
                 "1000 re-armed timers fired",
                 || fired.load(Ordering::SeqCst) >= 1000,
@@ -391,7 +391,7 @@ fn a_sleeping_runtime_wakes_for_its_timer() {
             "the timer sleeper never woke"
         );
         // A timer armed while everything sleeps.
-        common::wait_until(Duration::from_secs(10), "every P idle", || {
+        support::wait_until(Duration::from_secs(10), "every P idle", || {
             rt.schedtrace().contains("idleprocs=4")
         });
         let wakes = rt.stats().timer_sleeper_wakes;
@@ -422,7 +422,7 @@ fn timers_survive_a_busy_p_through_thieves_and_the_monitor() {
                 let _t = after_func(Duration::from_millis(5), move || {
                     f2.store(1, Ordering::SeqCst);
                 });
-                common::wait_until(
+                support::wait_until(
                     Duration::from_secs(30),
                     "the timer ran while its P was stuck",
                     || f.load(Ordering::SeqCst) == 1,

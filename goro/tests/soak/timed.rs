@@ -443,7 +443,7 @@ pub(super) async fn echo_client(s: Arc<Soak>, addr: std::net::SocketAddr, id: u6
             s.c.tcp_sent.fetch_add(len as u64, SeqCst);
             let mut back = vec![0u8; len];
             c.set_read_deadline(soon());
-            if let Err(e) = net_support::read_exact(&c, &mut back).await {
+            if let Err(e) = support::net::read_exact(&c, &mut back).await {
                 return s.violation(format!("echo client {id} read: {e}"));
             }
             if back != msg {

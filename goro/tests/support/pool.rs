@@ -1,8 +1,6 @@
-//! Helpers shared by the `pool_*` tests: values that count their making and
-//! dropping and check that no value is in two hands or dropped twice.
-//! Included with `#[path = "pool_support/mod.rs"] mod support;` (a
-//! directory, so Cargo does not build them as a test crate of their own).
-#![allow(dead_code)]
+//! Helpers shared by the `pool_*` and `faults_*` tests and the soak
+//! (`support::pool`): values that count their making and dropping and
+//! check that no value is in two hands or dropped twice.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, MutexGuard};

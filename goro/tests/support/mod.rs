@@ -1,12 +1,22 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests, which include them with
+//! `mod support;` (a directory, so Cargo does not build it as a test crate
+//! of its own). This file holds the deadlines and thread probes every group
+//! uses; each submodule holds one group's helpers: [`chan`], [`net`],
+//! [`pool`], [`sync`], [`faults`] and, under loom, `loom_exec`.
+// Every test crate compiles all of this and uses a part of it.
 #![allow(dead_code)]
 
 use std::future::Future;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+pub mod chan;
+pub mod faults;
 #[cfg(loom)]
 pub mod loom_exec;
+pub mod net;
+pub mod pool;
+pub mod sync;
 
 /// How long an async test waits for anything before it fails ([`deadline`]).
 pub const DEADLINE: Duration = Duration::from_secs(10);

@@ -1,7 +1,5 @@
-//! Helpers shared by the `sync_*` tests, which include them with
-//! `#[path = "sync_support/mod.rs"] mod support;` (a directory, so Cargo
-//! does not build them as a test crate of their own).
-#![allow(dead_code)]
+//! Helpers shared by the `sync_*` tests (`support::sync`): deadline-bounded
+//! threads, manually polled futures with counting wakers, and `yield_now`.
 
 use std::future::Future;
 use std::pin::Pin;

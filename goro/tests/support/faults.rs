@@ -1,8 +1,6 @@
-//! The checks shared by the `faults_*` tests, which include them with
-//! `mod faults_support;` beside `mod common;` (its `wait_until` and
-//! `within`) and `#[path = "pool_support/mod.rs"] mod support;` (its
-//! `Ledger` and `Tracked`), which these build on. A directory, so Cargo
-//! does not build it as a test crate of its own.
+//! The checks shared by the `faults_*` tests (`support::faults`), built on
+//! the parent module's `wait_until` and `within` and [`super::pool`]'s
+//! `Ledger` and `Tracked`.
 //!
 //! After each fault the runtime must still be whole: every P runs a task at
 //! once (none was lost with a dead worker thread), timers fire, channels
@@ -10,10 +8,9 @@
 //! a swallowed panic is the panic hook's report, so the hook is recorded
 //! here too; the runtimes' threads are named `faults` so that report can be
 //! traced to a worker thread.
-#![allow(dead_code)]
 
-use crate::common::{wait_until, within};
-use crate::support::{Ledger, Tracked};
+use super::pool::{Ledger, Tracked};
+use super::{wait_until, within};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;

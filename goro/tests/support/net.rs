@@ -1,7 +1,5 @@
-//! Helpers shared by the `net_*` tests, which include them with
-//! `mod net_support;` (a directory, so Cargo does not build them as a test
-//! crate of their own).
-#![allow(dead_code)]
+//! Helpers shared by the `net_*` tests (`support::net`): file-descriptor
+//! limits, a connected loopback pair and `read_exact`.
 
 use std::time::Duration;
 

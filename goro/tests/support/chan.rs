@@ -1,7 +1,6 @@
-//! Helpers shared by the `chan_*` tests, which include them with
-//! `#[path = "chan_support/mod.rs"] mod support;` (a directory, so Cargo
-//! does not build them as a test crate of their own).
-#![allow(dead_code)]
+//! Helpers shared by the `chan_*` tests (`use support::chan::*;`): a
+//! deadline-bounded `within` and `block_on_within`, counting wakers,
+//! one-shot polls and drop-counting values.
 
 use std::future::Future;
 use std::pin::Pin;
