@@ -17,7 +17,7 @@
 //!
 //! A server's accept loop rides out descriptor exhaustion (`EMFILE`) with
 //! Go's `net/http` back-off: [`TcpListener::accept_with_backoff`]
-//! (`backoff.rs`). With the cargo feature `hyper`, the `hyper` submodule
+//! (`accept_retry.rs`). With the cargo feature `hyper`, the `hyper` submodule
 //! adapts executor, IO and timer to hyper 1.x, so hyper's HTTP/1 server
 //! and client connections run as goro tasks (`examples/http_hello.rs`).
 //! With the feature `tokio-io`, [`TcpStream`] and its halves also
@@ -77,7 +77,7 @@
 //! # }).unwrap();
 //! ```
 
-mod backoff;
+mod accept_retry;
 mod deadline;
 #[cfg(feature = "hyper")]
 #[cfg_attr(docsrs, doc(cfg(feature = "hyper")))]

@@ -22,7 +22,6 @@
 
 use crate::sched::backoff::{Backoff, Snooze};
 use crate::sched::machine::{self, Machine};
-use crate::sched::policy::SpinPolicy;
 use crate::sched::processor::Processor;
 use crate::sched::runq::Local;
 use crate::sched::task::Runnable;
@@ -133,11 +132,11 @@ impl Machine {
         // for a whole time slice by yielding: goro-bench's `wake_busy` then
         // saw 1-5 ms waits in about 1 rep in 100 (perf: the woken thief
         // migrated to the waker's CPU, ran 8 µs, yielded).
-        let mut b = Backoff::new(SpinPolicy::Unbounded);
+        let mut b = Backoff::steal_pause();
         let seen = victim.runq.runnext_id();
         while victim.runq.runnext_id() == seen && Instant::now() < deadline {
             if b.snooze() == Snooze::Done {
-                b = Backoff::new(SpinPolicy::Unbounded);
+                b = Backoff::steal_pause();
             }
             bump(&mine.counters.spins, 1);
         }

@@ -34,6 +34,8 @@
 //! one a user most needs to see).
 
 use crate::loom::cell::{MutPtr, UnsafeCell};
+#[cfg(not(loom))]
+use crate::sched::backoff::Backoff;
 use crate::sched::task::meta::TaskMeta;
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::Ordering;
@@ -50,7 +52,8 @@ pub(crate) struct TaskTable {
     shards: Box<[CachePadded<SpinLock<Shard>>]>,
 }
 
-/// A lock for a few instructions' hold (module docs). Under loom it is
+/// A lock for a few instructions' hold (module docs); a waiter backs off
+/// with `Backoff::task_table` (spins, then yields). Under loom it is
 /// loom's mutex: the models check the table's protocol above the lock, and
 /// a spinning acquire would only multiply loom's branches.
 struct SpinLock<T> {
@@ -76,7 +79,7 @@ impl<T> SpinLock<T> {
     fn lock(&self) -> SpinGuard<'_, T> {
         #[cfg(not(loom))]
         {
-            let backoff = crossbeam_utils::Backoff::new();
+            let mut backoff = Backoff::task_table();
             // Acquire: pairs with the Release in `SpinGuard::drop`.
             while self.locked.swap(true, Ordering::Acquire) {
                 while self.locked.load(Ordering::Relaxed) {

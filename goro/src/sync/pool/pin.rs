@@ -55,6 +55,7 @@
 //!   would need hooks in the scheduler loop.
 
 use crate::loom::{AtomicU64, Ordering};
+use crate::sched::backoff::Backoff;
 
 /// One reader's pin state; see the module docs.
 #[derive(Debug)]
@@ -107,6 +108,11 @@ impl Drop for PinGuard<'_> {
 /// barrier was issued has ended. The caller has already unlinked what it is
 /// about to drop; `records` must be read *after* the heavy barrier (a record
 /// registered later belongs to a reader that cannot see the old pointers).
+///
+/// A pinned section is a few dozen instructions with no user code and no
+/// locks, so it ends quickly unless its thread was descheduled: the wait
+/// spins briefly, yields a few times, then sleeps in steps doubling from
+/// 20 µs to 1 ms (seed 000; [`Backoff::pin_wait`] has the numbers).
 pub(crate) fn wait_for_readers<'a>(records: impl IntoIterator<Item = &'a PinRecord>) {
     for r in records {
         // Acquire: pairs with the Release stores of `pin` and `PinGuard::drop`.
@@ -114,29 +120,9 @@ pub(crate) fn wait_for_readers<'a>(records: impl IntoIterator<Item = &'a PinReco
         if s & 1 == 0 {
             continue;
         }
-        let mut rounds = 0u32;
+        let mut backoff = Backoff::pin_wait();
         while r.seq.load(Ordering::Acquire) == s {
-            backoff(&mut rounds);
-        }
-    }
-}
-
-/// A pinned section is a few dozen instructions with no user code and no
-/// locks, so it ends quickly unless its thread was descheduled: spin
-/// briefly, yield a few times, then sleep in steps doubling from 20 µs to
-/// 1 ms (seed 000). Yielding longer would cost a time slice per call on an
-/// oversubscribed machine, and the thread we wait for needs that CPU.
-fn backoff(rounds: &mut u32) {
-    *rounds = rounds.saturating_add(1);
-    #[cfg(loom)]
-    crate::loom::spin_loop();
-    #[cfg(not(loom))]
-    match *rounds {
-        0..=31 => std::hint::spin_loop(),
-        32..=39 => std::thread::yield_now(),
-        n => {
-            let us = 20u64 << (n - 40).min(6);
-            std::thread::sleep(std::time::Duration::from_micros(us.min(1000)));
+            backoff.snooze();
         }
     }
 }

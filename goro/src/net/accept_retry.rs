@@ -1,4 +1,7 @@
-//! Accepting with back-off: the accept loop of Go's `http.Server.Serve`.
+//! Accept retry: the delay before an accept loop retries after running out
+//! of descriptors or memory (the accept loop of Go's `http.Server.Serve`).
+//! Not the runtime's spin-wait back-off (`sched/backoff.rs`): this one
+//! sleeps milliseconds between failed `accept`s, in the calling task.
 //!
 //! A server that runs out of file descriptors (`EMFILE`, `ENFILE`) or
 //! kernel memory (`ENOBUFS`, `ENOMEM`) cannot accept, but the connection
