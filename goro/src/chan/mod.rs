@@ -195,9 +195,12 @@ pub(crate) fn timer_receiver(
 
 /// The timer core's hook into a timer's channel (`sched/timer/mod.rs`).
 impl crate::sched::timer::TimerChan for Chan<std::time::Instant> {
-    fn send_tick(&self, at: std::time::Instant) -> Option<Option<std::task::Waker>> {
+    fn send_tick(&self, at: std::time::Instant) -> crate::sched::timer::Tick {
         let mut inner = self.lock();
-        self.send_locked(&mut inner, at, None).ok()
+        match self.send_locked(&mut inner, at, None) {
+            Ok(wake) => crate::sched::timer::Tick::Sent(wake),
+            Err(_) => crate::sched::timer::Tick::Dropped,
+        }
     }
 
     fn drain(&self) -> bool {

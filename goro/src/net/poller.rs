@@ -303,7 +303,7 @@ pub(crate) struct Registration {
 impl Registration {
     /// Registers `source` with the poller of the calling thread's runtime.
     pub(crate) fn new<S: Source>(source: &mut S) -> io::Result<Registration> {
-        let sched = crate::sched::machine::current_sched().ok_or_else(|| {
+        let sched = crate::sched::context::current_sched().ok_or_else(|| {
             io::Error::other(
                 "goro::net used outside a goro runtime: create sockets in a goro task or inside Runtime::block_on",
             )

@@ -34,8 +34,8 @@
 use crate::stats::Stats;
 use std::fmt;
 
-use crate::sched::sysmon::sampling::BUCKETS;
-pub use crate::sched::sysmon::sampling::SAMPLE_EVERY;
+use crate::sched::processor::sampling::BUCKETS;
+pub use crate::sched::processor::sampling::SAMPLE_EVERY;
 
 /// A snapshot of a histogram in power-of-two buckets.
 ///
@@ -234,7 +234,7 @@ pub fn publish(m: &Metrics, runtime: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::sysmon::sampling::Hist;
+    use crate::sched::processor::sampling::Hist;
 
     #[test]
     fn buckets_and_quantiles() {

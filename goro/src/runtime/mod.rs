@@ -68,7 +68,7 @@ pub use builder::{Builder, DEFAULT_POOL_CYCLE};
 /// assert_eq!(goro::runtime::num_tasks(), None); // outside the runtime
 /// ```
 pub fn num_tasks() -> Option<usize> {
-    crate::sched::machine::with_current_sched(|s| s.tasks().len())
+    crate::sched::context::with_current_sched(|s| s.tasks().len())
 }
 
 /// The number of Ps of the runtime the caller runs in now (Go's
@@ -83,7 +83,7 @@ pub fn num_tasks() -> Option<usize> {
 /// # main();
 /// ```
 pub fn num_procs() -> Option<usize> {
-    crate::sched::machine::with_current_sched(|s| s.procs())
+    crate::sched::context::with_current_sched(|s| s.procs())
 }
 
 /// A goro runtime: `procs` Ps, worker threads, a monitor.
@@ -392,7 +392,7 @@ impl Runtime {
     /// assert!(rt.schedtrace().starts_with("SCHED "));
     /// ```
     pub fn schedtrace(&self) -> String {
-        crate::sched::sysmon::schedtrace_line(&self.sched)
+        crate::sched::machine::sysmon::schedtrace_line(&self.sched)
     }
 }
 

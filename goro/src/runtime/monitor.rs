@@ -2,11 +2,11 @@
 //! ([`MonitorHooks`]): the likely-deadlock check once per idle period,
 //! and, while the runtime is busy, following the machine's CPU limit
 //! (`procs.rs`) and publishing metrics (`metrics.rs`, feature `metrics`).
-//! The monitor itself (`sched/sysmon/mod.rs`) knows none of these.
+//! The monitor itself (`sched/machine/sysmon.rs`) knows none of these.
 
 use super::deadlock::{self, Detector};
 use super::procs::Follow;
-use crate::sched::sysmon::MonitorHooks;
+use crate::sched::machine::sysmon::MonitorHooks;
 use crate::sched::Sched;
 use std::sync::Arc;
 use std::time::Duration;

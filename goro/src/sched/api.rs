@@ -4,7 +4,7 @@
 //! surface the runtime, the pool, the poller and the reports see.
 
 use super::{machine, processor, task};
-use super::{sysmon, Handoff, Policy, Sched};
+use super::{Handoff, Policy, Sched};
 use crate::loom::{Ordering, Unpoison};
 use crate::stats::Counters;
 use std::sync::Arc;
@@ -13,12 +13,12 @@ impl Sched {
     /// Starts the monitor thread, which runs `hooks` for the layers above.
     pub(crate) fn start_monitor(
         self: &Arc<Self>,
-        hooks: Box<dyn sysmon::MonitorHooks>,
+        hooks: Box<dyn machine::sysmon::MonitorHooks>,
     ) -> std::io::Result<()> {
         let s = self.clone();
         let t = std::thread::Builder::new()
             .name(format!("{}-monitor", self.thread_name))
-            .spawn(move || sysmon::monitor_main(s, hooks))?;
+            .spawn(move || machine::sysmon::monitor_main(s, hooks))?;
         *self.monitor_thread.lock().unpoison() = Some(t);
         Ok(())
     }
@@ -146,12 +146,12 @@ impl Sched {
         &self.counters
     }
 
-    /// The network poller's slot (`netpoll.rs`).
+    /// The network poller's slot (`machine/netpoll.rs`).
     pub(crate) fn netpoll(&self) -> &machine::netpoll::NetpollSlot {
         &self.netpoll
     }
 
-    /// Whether the monitor follows the machine's CPU limit (`resize.rs`).
+    /// Whether the monitor follows the machine's CPU limit (`processor/resize.rs`).
     pub(crate) fn follows_procs(&self) -> bool {
         // Relaxed: a flag read once a monitor round.
         self.resize.follow.load(Ordering::Relaxed)

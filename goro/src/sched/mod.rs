@@ -5,51 +5,51 @@
 //! The scheduler's job is to distribute ready-to-run tasks over worker
 //! threads. The main concepts, with Go's letters:
 //!
-//! * **G** — a task: one spawned future (`task.rs`).
+//! * **G** — a task: one spawned future (`task/`).
 //! * **M** — a machine: an OS worker thread running the scheduler loop
-//!   (`machine.rs`).
+//!   (`machine/`).
 //! * **P** — a processor: the right to run tasks, with a local run queue,
-//!   `runnext` and counters (`processor.rs`, `runq.rs`). An M must hold a P
+//!   `runnext` and counters (`processor/`, `runq/`). An M must hold a P
 //!   to run tasks; there are `procs` active Ps, a number that
 //!   [`crate::Runtime::set_procs`] and the monitor may change while tasks
-//!   run (`resize.rs`; the Ps themselves live in `allp.rs`).
+//!   run (`processor/resize.rs`; the Ps themselves live in `processor/allp.rs`).
 //!
 //! A task that becomes ready while its waker runs on an M holding a P goes to
 //! that P's `runnext` (or its ring), and an idle P is woken in case the
-//! waker's poll keeps running (`idle.rs`, "Hand-off"); from anywhere else it
-//! goes to the global queue (`global.rs`). An M looks for work in Go's order (`find.rs`): its
+//! waker's poll keeps running (`processor/idle.rs`, "Hand-off"); from anywhere else it
+//! goes to the global queue (`runq/global.rs`). An M looks for work in Go's order (`machine/find.rs`): its
 //! P's local queue (every 61st slice the global queue first), the global
-//! queue, then stealing half of another P's queue (`steal.rs`); when it finds
-//! nothing it gives the P back and sleeps (`idle.rs`, `park.rs`); one
+//! queue, then stealing half of another P's queue (`runq/steal.rs`); when it finds
+//! nothing it gives the P back and sleeps (`processor/idle.rs`, `machine/park.rs`); one
 //! sleeping M waits in the network poller while sockets are open
-//! (`netpoll.rs`).
+//! (`machine/netpoll.rs`).
 //!
 //! Unlike Go, goro cannot interrupt a running task: a future runs until it
 //! returns from `poll`. What it can do is make every goro operation a safe
 //! point: past a budget of operations in one poll, the next one yields
-//! (`coop.rs`), so a task whose operations never block cannot starve its
+//! (`task/coop.rs`), so a task whose operations never block cannot starve its
 //! P. A `poll` that blocks, or computes without calling into goro, is out
 //! of that reach; so that it does not stall the tasks queued behind it, the
-//! monitor thread (`sysmon.rs`) marks a P whose current poll outlasts a
+//! monitor thread (`machine/sysmon.rs`: an M without a P, as in Go) marks a P whose current poll outlasts a
 //! slice as stuck, and thieves drain it. Blocking on purpose goes through
 //! `block_in_place`, which hands the P to another thread first
-//! (`blocking.rs`).
+//! (`machine/blocking.rs`).
 //!
 //! `Sched` is the global state (Go's `schedt` plus `allp`). Its fields are
 //! private to this module; the layers above reach a scheduler through the
-//! methods in `api.rs` and the hooks it declares (`netpoll.rs`,
-//! `pool_hooks.rs`, `sysmon.rs`'s `MonitorHooks`, `timer.rs`'s
+//! methods in `api.rs` and the hooks it declares (`machine/netpoll.rs`,
+//! `processor/pool_hooks.rs`, `machine/sysmon.rs`'s `MonitorHooks`, `timer/`'s
 //! `TimerChan`; docs/ARCHITECTURE.md, "Layers").
 
 mod api;
 pub(crate) mod backoff;
+pub(crate) mod context;
 #[cfg(all(test, loom))]
 mod loom;
 pub(crate) mod machine;
 pub mod policy;
 pub(crate) mod processor;
 pub(crate) mod runq;
-pub(crate) mod sysmon;
 pub(crate) mod task;
 pub(crate) mod timer;
 pub(crate) mod trace;
@@ -61,8 +61,8 @@ use policy::Policy;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
+use context::{own_queue, WakeTarget};
 use machine::park::Handoff;
-use machine::WakeTarget;
 use processor::idle::{HeldP, Idle};
 use processor::Processor;
 use runq::global::GlobalQueue;
@@ -77,21 +77,21 @@ pub const MAX_PROCS: usize = 4096;
 /// The spin policy of the runtime this thread belongs to, or the default
 /// outside a runtime.
 pub(crate) fn current_spin_policy() -> policy::SpinPolicy {
-    machine::with_current_sched(|s| s.policy.spin).unwrap_or(policy::SpinPolicy::DEFAULT)
+    context::with_current_sched(|s| s.policy.spin).unwrap_or(policy::SpinPolicy::DEFAULT)
 }
 
 /// Global scheduler state.
 pub(crate) struct Sched {
     /// Active Ps: ids `0..procs` (Go's `gomaxprocs`). Changed only by a
-    /// resize, under the idle lock (`resize.rs`).
+    /// resize, under the idle lock (`processor/resize.rs`).
     procs: AtomicUsize,
     policy: Policy,
     /// Every P ever allocated (Go's `allp`): `0..procs` active, the rest
-    /// removed by a shrink (`allp.rs`).
+    /// removed by a shrink (`processor/allp.rs`).
     ps: processor::allp::AllP,
     global: GlobalQueue,
     idle: Idle,
-    /// Resizing: its lock, the removed Ps, following (`resize.rs`).
+    /// Resizing: its lock, the removed Ps, following (`processor/resize.rs`).
     resize: processor::resize::Resize,
     shutdown: AtomicBool,
     /// Every live task, for the dump, the deadlock check and shutdown.
@@ -105,7 +105,7 @@ pub(crate) struct Sched {
     block_on_reason: std::sync::atomic::AtomicU8,
     /// Counters for events that happen without a P.
     counters: CachePadded<Counters>,
-    monitor: sysmon::Monitor,
+    monitor: machine::sysmon::Monitor,
     /// The monitor thread, joined by [`Sched::shutdown`].
     monitor_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     blocking: machine::blocking::BlockingPool,
@@ -165,7 +165,7 @@ impl Sched {
             block_on_parked: AtomicUsize::new(0),
             block_on_reason: std::sync::atomic::AtomicU8::new(task::meta::Reason::Other as u8),
             counters: CachePadded::new(Counters::default()),
-            monitor: sysmon::Monitor::new(schedtrace),
+            monitor: machine::sysmon::Monitor::new(schedtrace),
             monitor_thread: Mutex::new(None),
             blocking: machine::blocking::BlockingPool::new(),
             threads: Mutex::new(Vec::new()),
@@ -202,9 +202,9 @@ impl Sched {
     #[inline]
     pub(crate) fn procs(&self) -> usize {
         // Acquire: pairs with the resize's SeqCst store, so the Ps below
-        // the count are seen built (`allp.rs`). A stale count only makes a
+        // the count are seen built (`processor/allp.rs`). A stale count only makes a
         // thief look at one P too many or too few, or a timer land on a P
-        // being removed, which its armer re-checks (`resize.rs`).
+        // being removed, which its armer re-checks (`processor/resize.rs`).
         self.procs.load(Ordering::Acquire)
     }
 
@@ -224,16 +224,16 @@ impl Sched {
             drop(task);
             return;
         }
-        let target = machine::wake_target(self);
+        let target = context::wake_target(self);
         let on = match target {
-            WakeTarget::Runnext(p) | WakeTarget::TimerBatch(p) => Some(p),
+            WakeTarget::Runnext(p) | WakeTarget::Quiet(p) => Some(p),
             WakeTarget::Global => None,
         };
         ready(&task, on);
         crate::sched::trace::unblock(self, task.metadata());
         let (p, quiet) = match target {
             WakeTarget::Runnext(p) => (p, false),
-            WakeTarget::TimerBatch(p) => (p, true),
+            WakeTarget::Quiet(p) => (p, true),
             WakeTarget::Global => return self.inject(task),
         };
         let p = &self.ps[p];
@@ -241,7 +241,7 @@ impl Sched {
         // read it); `ready` and the trace hook since only wrote the task's
         // record and a trace buffer. Below, the handle serves one `put`
         // and dies before the `wakep` that follows it.
-        let mut q = unsafe { Local::new(&p.runq) };
+        let mut q = unsafe { own_queue(p) };
         if quiet {
             self.runqput_quiet(p, &mut q, task)
         } else if yielded {
@@ -251,19 +251,25 @@ impl Sched {
         }
     }
 
-    /// Queues `task` on the caller's own P (`p` is `Some`: the caller read
-    /// from its context that it holds one) or, without one, globally. A new
-    /// task's record already says where (`TaskMeta::new`).
+    /// Queues a new task on the caller's own P, `p` (or, with `None`,
+    /// globally): `p` is the P this thread holds in this runtime, read from
+    /// its context by the spawn, which has run nothing since that could
+    /// give it away (making a task runs no user code). The record already
+    /// says where (`TaskMeta::new`).
     pub(crate) fn place(&self, p: Option<usize>, task: Runnable) {
         sample_wake(task.metadata());
-        // Read again here rather than trusted: the handle below needs the
-        // P to be held right now, which only this thread's context says.
-        match p.and_then(|_| machine::current_p(self)) {
+        match p {
             Some(p) => {
+                debug_assert_eq!(
+                    context::current_p(self),
+                    Some(p),
+                    "goro: place on a P not held"
+                );
                 let p = &self.ps[p];
-                // SAFETY: P `p` is in this thread's context (just read); the
-                // handle serves one `put` in `runqput`, before its `wakep`.
-                let mut q = unsafe { Local::new(&p.runq) };
+                // SAFETY: P `p` is in this thread's context (the contract
+                // above); the handle serves one `put` in `runqput`, before
+                // its `wakep`.
+                let mut q = unsafe { own_queue(p) };
                 self.runqput(p, &mut q, task, self.policy.runnext)
             }
             None => self.inject(task),
@@ -291,7 +297,7 @@ impl Sched {
 
     /// Seed 004's hand-off: after a put into this P's empty `runnext`, make
     /// sure an idle P will take the task if the current poll keeps running
-    /// (`idle.rs`, "Hand-off"). No fence: the `runnext` swap was SeqCst.
+    /// (`processor/idle.rs`, "Hand-off"). No fence: the `runnext` swap was SeqCst.
     #[inline]
     fn wake_for_runnext(&self) {
         use crate::RunnextWake;
@@ -304,7 +310,7 @@ impl Sched {
                 // swap before its re-check (C++20 [atomics.order] 4.3) and
                 // reports a lost hand-off that Rust's memory model forbids.
                 // The fence stands in for that rule; real builds rely on the
-                // swap alone. See `loom_handoff.rs`.
+                // swap alone. See `loom/handoff.rs`.
                 #[cfg(loom)]
                 fence(Ordering::SeqCst);
                 self.wakep_published()
@@ -492,7 +498,7 @@ impl Sched {
     /// Gives the held P `p` back to the idle list (caller holds the lock),
     /// marking it in the timer mask if it has timers; or, if a resize
     /// removed it, moves its work to the active Ps and returns true
-    /// (`resize.rs`).
+    /// (`processor/resize.rs`).
     pub(crate) fn pidleput(&self, lists: &mut processor::idle::IdleLists, p: HeldP) -> bool {
         let id = p.id();
         // Relaxed: `procs` changes only under the idle lock, which we hold.
@@ -527,7 +533,7 @@ fn ready(task: &Runnable, on: Option<usize>) {
 /// Times this wake if it is this thread's one in `SAMPLE_EVERY`.
 #[inline]
 fn sample_wake(meta: &task::meta::TaskMeta) {
-    if sysmon::sampling::sample_wake() {
+    if processor::sampling::sample_wake() {
         meta.mark_woken(crate::sched::timer::clock::now());
     }
 }

@@ -9,7 +9,7 @@ use crate::loom::thread;
 use crate::loom::Ordering;
 use crate::sched::timer::clock;
 use crate::sched::timer::queue::{push, TimerQueue};
-use crate::sched::timer::*;
+use crate::sched::timer::{Action, Callback, Fired, SetOutcome, TimerInner};
 use std::sync::atomic::AtomicUsize as StdCount;
 use std::sync::{Arc, Weak};
 use std::task::Waker;
@@ -36,7 +36,7 @@ fn counting_timer(home: &Arc<TimerQueue>) -> (Arc<TimerInner>, Arc<StdCount>) {
 }
 
 fn arm(q: &Arc<TimerQueue>, t: &Arc<TimerInner>, when: u64) {
-    if t.set(when, 0).1 {
+    if t.set(when, 0).needs_push {
         push(q, t);
     }
 }
@@ -66,7 +66,7 @@ fn loom_timer_stop_races_fire() {
         arm(&q0, &t, 10);
         let (q, tt) = (q0.clone(), t.clone());
         let owner = thread::spawn(move || fire(&q, 100));
-        let stopped = t.set(0, 0).0;
+        let stopped = t.set(0, 0).was_pending;
         owner.join().unwrap();
         fire(&q0, 1000);
         assert_eq!(fired.load(Ordering::SeqCst) + usize::from(stopped), 1);
@@ -136,7 +136,7 @@ fn loom_timer_sweep_races_stop() {
         arm(&q0, &a, 10);
         arm(&q0, &b, 20);
         let aa = a.clone();
-        let stopper = thread::spawn(move || aa.set(0, 0).0);
+        let stopper = thread::spawn(move || aa.set(0, 0).was_pending);
         // Pushing c sweeps if a's zombie is already counted.
         let (c, fc) = counting_timer(&q0);
         arm(&q0, &c, 30);
@@ -180,7 +180,10 @@ fn chan_timer(
     unsafe { t.attach_chan(&*c) };
     assert_eq!(
         t.set(when, period),
-        (false, false),
+        SetOutcome {
+            was_pending: false,
+            needs_push: false
+        },
         "nobody waits: no heap entry"
     );
     (t, c)
@@ -281,7 +284,7 @@ fn loom_chan_timer_stop_races_inline_run() {
                 assert!(!(after_stop && got), "received a value after stop returned");
                 got
             });
-            let pending = t.set(0, 0).0;
+            let pending = t.set(0, 0).was_pending;
             stopped.store(true, Ordering::SeqCst);
             assert!(!look(&c), "received a value after stop returned");
             let got = receiver.join().unwrap();

@@ -25,7 +25,8 @@
 //! `Runtime::block_on`; elsewhere it panics with a message saying so.
 
 mod ticker;
-// loom models of the timer state machine (their own file, not inside timer.rs).
+// loom models of the timer state machine with a timer channel (`sched/timer/`
+// cannot name `chan`, so they live here, above both).
 #[cfg(all(test, loom))]
 mod loom_timer;
 

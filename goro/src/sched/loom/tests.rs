@@ -10,8 +10,9 @@
 //! the ring has 4 slots under loom so that overflow is reachable.
 
 use crate::loom::thread;
+use crate::sched::context::{current_p, set_p, take_p, CTX};
 use crate::sched::machine::park::{Handoff, Parker};
-use crate::sched::machine::{current_p, set_p, take_p, Machine, CTX};
+use crate::sched::machine::Machine;
 use crate::sched::policy::{Policy, SpinPolicy};
 use crate::sched::processor::idle::HeldP;
 use crate::sched::runq::Local;

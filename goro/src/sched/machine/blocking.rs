@@ -15,7 +15,7 @@
 
 use crate::loom::Ordering;
 use crate::loom::Unpoison;
-use crate::sched::machine::{current_p, current_sched, set_p, take_p};
+use crate::sched::context::{current_p, current_sched, set_p, take_p};
 use crate::sched::task::meta::State;
 use crate::sched::task::{new_task_with, JoinHandle, Runnable, Spawn};
 use crate::sched::Sched;

@@ -3,7 +3,7 @@
 //! future, so what it spawns or wakes finds the runtime (through the global
 //! queue: it holds no P).
 
-use super::{held_id, CTX};
+use crate::sched::context::{held_id, CTX};
 use crate::sched::Sched;
 use std::sync::Arc;
 

@@ -68,8 +68,8 @@
 
 use crate::loom::{fence, Ordering};
 use crate::sched::backoff::Snooze;
+use crate::sched::context::own_queue;
 use crate::sched::machine::Machine;
-use crate::sched::runq::Local;
 use crate::sched::task::Runnable;
 use crate::stats::{bump, bump_shared, Counters};
 use std::sync::atomic::AtomicU64;
@@ -143,7 +143,7 @@ impl Machine {
         let skip_runnext = self.inherited >= crate::sched::machine::INHERIT_MAX;
         // SAFETY: P `pid` is in our context (read above, and again after
         // anything since that ran wakers); the handle serves one `get`.
-        if let Some(found) = unsafe { Local::new(&p.runq) }.get(skip_runnext) {
+        if let Some(found) = unsafe { own_queue(p) }.get(skip_runnext) {
             return Some(found);
         }
         let start = Instant::now();
@@ -186,7 +186,7 @@ impl Machine {
                 // SAFETY: P `pid` is in our context (read after the timers
                 // ran); the handle serves `get`, `free` and `put_batch`, and
                 // in between only the global queue's lock is taken.
-                let mut q = unsafe { Local::new(&p.runq) };
+                let mut q = unsafe { own_queue(p) };
                 if let Some(t) = q.get(false) {
                     return Some(t);
                 }

@@ -6,55 +6,8 @@
 //! started by `startm` with a P (and told whether it counts as spinning),
 //! and it parks when `find_runnable` gives the P back.
 //!
-//! The thread-local [`Ctx`] says which runtime and which P the current thread
-//! runs for; the schedule function of every task reads it to decide between
-//! the local queue (we hold a P of the task's runtime) and the global queue.
-//!
-//! # Holding a P
-//!
-//! A held P is a value, [`HeldP`] (`idle.rs`), and the M keeps it in its
-//! thread's context (`Ctx::p`, an `Option<HeldP>`: Go's `m.p`), not in the
-//! [`Machine`]: the code that must reach it runs on this thread but below
-//! the M's own frames, where `&mut Machine` is out of reach. A task's waker
-//! calls [`Sched::schedule`] from inside the poll that [`Machine::execute`]
-//! runs, and must push into this P's queue; so do the wakers and `after_func`
-//! callbacks of the timers the M runs, and the wakes of its netpoll; a task
-//! that calls `block_in_place` takes the P out and hands it to another M
-//! (`blocking.rs`); the pool, the trace and the timer code ask which P
-//! they are on. (tokio keeps its worker's core in a `RefCell` in the
-//! context and moves it there before each poll and each park; here the P
-//! simply stays in the context while held, so nothing moves per poll and
-//! every reader sees the P the same way, as before it was a value.)
-//!
-//! Who touches the cell, and how:
-//!
-//! * Moves (safe, through `Cell`): [`set_p`] when the M takes a P
-//!   (`acquirep`, `block_in_place`'s reacquire), [`take_p`] when it gives
-//!   one up (`dropp`, `block_in_place`) and, around one steal, `steal_work`,
-//!   so that the steal's callback cannot reach the thief's queue.
-//! * Peeks (an `unsafe` read in `held_id`, and in `Machine::p` for the
-//!   scheduler loop): "which P am I on", an id. `Cell` lends no reference
-//!   to what it holds and this module makes none that outlives a peek, so
-//!   a peek never overlaps a `&mut` to the cell. `HeldP` stores its id
-//!   negated, so `Option<HeldP>` is one word (`None` is zero) and a peek
-//!   costs what reading the old `usize` did.
-//! * Owner access to the queue: never a borrow of the cell. The caller
-//!   peeks the id and makes a `runq::Local` for that P's queue with the
-//!   `unsafe` `Local::new` (or, holding the value, the safe
-//!   `HeldP::local`). Its contract, kept at each call site and stated in
-//!   its `// SAFETY:` comment: the thread holds that P from the peek to the
-//!   handle's last use, and runs nothing in between that could give the P
-//!   away or start another owner operation on the queue (a poll, a wake, a
-//!   timer). The handle is made right before one or two ring operations
-//!   and dropped after them; it never lives across a poll, a wake or a
-//!   timer run. After such a step the M peeks again (a waker may have
-//!   called `block_in_place`): `execute` after the poll, `find_runnable`
-//!   after running timers or the netpoll's wakes.
-//!
-//! A poll, a waker and a timer callback are not run by any owner operation
-//! (`runq.rs`: they are leaf code), so the owner operations on one thread
-//! never overlap, and on other threads there is no owner: that is the
-//! one-producer rule the ring relies on.
+//! The thread's context (which runtime, which P it holds) is in
+//! `sched/context.rs`.
 //!
 //! Time slices: a task taken from `runnext` inherits the slice of the task
 //! that readied it, so a pair of tasks that wake each other run back to back
@@ -70,190 +23,24 @@ pub(crate) mod enter;
 pub(crate) mod find;
 pub(crate) mod netpoll;
 pub(crate) mod park;
+pub(crate) mod sysmon;
 
 use crate::loom::Ordering;
 use crate::rng::Rng;
 use crate::sched::backoff::Backoff;
+use crate::sched::context::{held_id, held_index, leave, own_queue, set_p, take_p, CTX};
 use crate::sched::machine::park::{Handoff, Parker};
 use crate::sched::processor::idle::HeldP;
-use crate::sched::runq::Local;
-use crate::sched::sysmon::sampling::SAMPLE_EVERY;
+use crate::sched::processor::sampling::SAMPLE_EVERY;
 use crate::sched::task::meta::State;
 use crate::sched::task::Runnable;
+use crate::sched::timer::check::TimerSleep;
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
-use std::cell::Cell;
-use std::ptr;
 use std::sync::Arc;
 
 /// Most consecutive `runnext` polls that share one time slice.
 pub(crate) const INHERIT_MAX: u32 = 32;
-
-/// What the current thread runs for.
-pub(crate) struct Ctx {
-    /// The runtime this thread works for (an M, or a `block_on` caller), or
-    /// null. Valid while set: the setter holds an `Arc<Sched>`.
-    pub(crate) sched: Cell<*const Sched>,
-    /// The P this thread holds, if any (module docs, "Holding a P").
-    /// `HeldP` has no `Drop`, so `Ctx` needs none and the thread-local
-    /// stays a plain `const` one.
-    p: Cell<Option<HeldP>>,
-    /// The M is handing out the wakes of timers it has just run
-    /// ([`Machine::run_timers`]): tasks woken meanwhile go to the tail of
-    /// the P's queue without `runnext` and without a `wakep` each; the M
-    /// calls `wakep` once at the end.
-    pub(crate) timer_wakes: Cell<bool>,
-    /// Operations the running task may still complete in this poll before
-    /// the next safe point yields (`coop.rs`); unlimited outside a poll.
-    pub(crate) budget: Cell<u32>,
-}
-
-impl Ctx {
-    #[cfg_attr(not(loom), allow(dead_code))]
-    const fn new() -> Ctx {
-        Ctx {
-            sched: Cell::new(ptr::null()),
-            p: Cell::new(None),
-            timer_wakes: Cell::new(false),
-            budget: Cell::new(crate::sched::task::coop::UNLIMITED),
-        }
-    }
-}
-
-#[cfg(not(loom))]
-thread_local! {
-    pub(crate) static CTX: Ctx = const { Ctx::new() };
-}
-
-// Under loom, model threads share one OS thread: use loom's thread-locals.
-#[cfg(loom)]
-loom::thread_local! {
-    pub(crate) static CTX: Ctx = Ctx::new();
-}
-
-/// Which P the context `c` holds, if any: a peek, not a borrow.
-#[inline(always)]
-pub(crate) fn held_id(c: &Ctx) -> Option<usize> {
-    // SAFETY: `Cell` hands out no reference to its content, and this module
-    // makes none but this one, which ends before we return: no `&mut` to it
-    // is alive. `Ctx` is this thread's own (a thread-local; `Cell` is not
-    // `Sync`), so nothing writes it while we read.
-    unsafe { (*c.p.as_ptr()).as_ref().map(HeldP::id) }
-}
-
-/// The current thread takes P `p` (the acquire paths). It held none.
-pub(crate) fn set_p(p: HeldP) {
-    CTX.with(|c| {
-        let old = c.p.replace(Some(p));
-        debug_assert!(old.is_none(), "goro: a thread took a second P ({old:?})");
-    });
-}
-
-/// The current thread gives up the P it holds, if any: the value goes to
-/// the caller (the release paths, and `steal_work` for one steal).
-pub(crate) fn take_p() -> Option<HeldP> {
-    CTX.try_with(|c| c.p.take()).ok().flatten()
-}
-
-/// The P the current thread holds in `sched`, if any.
-#[inline]
-pub(crate) fn current_p(sched: &Sched) -> Option<usize> {
-    CTX.try_with(|c| {
-        if ptr::eq(c.sched.get(), sched) {
-            held_id(c)
-        } else {
-            None
-        }
-    })
-    .ok()
-    .flatten()
-}
-
-/// Where a task woken on this thread goes (see [`Sched::schedule`]).
-pub(crate) enum WakeTarget {
-    /// The current poll's P: its `runnext`.
-    Runnext(usize),
-    /// A P handing out timer wakes: the tail of its queue, no `wakep`.
-    TimerBatch(usize),
-    /// No P of this runtime: the global queue.
-    Global,
-}
-
-/// Where a task of `sched` woken on this thread goes.
-#[inline]
-pub(crate) fn wake_target(sched: &Sched) -> WakeTarget {
-    CTX.try_with(|c| {
-        if !ptr::eq(c.sched.get(), sched) {
-            return WakeTarget::Global;
-        }
-        match held_id(c) {
-            None => WakeTarget::Global,
-            Some(p) if c.timer_wakes.get() => WakeTarget::TimerBatch(p),
-            Some(p) => WakeTarget::Runnext(p),
-        }
-    })
-    .unwrap_or(WakeTarget::Global)
-}
-
-/// Runs `wake` with the tasks it wakes queued quietly: each to the tail of
-/// this thread's P, without `runnext` and without a `wakep` each
-/// (`WakeTarget::TimerBatch`; the caller calls `wakep` once after). Used
-/// for a batch of timer fires and of poller wakes (Go's `injectglist`).
-/// The mode ends even if a waker or an inline callback panics.
-pub(crate) fn wake_quietly<R>(wake: impl FnOnce() -> R) -> R {
-    struct Quiet;
-    impl Drop for Quiet {
-        fn drop(&mut self) {
-            CTX.with(|c| c.timer_wakes.set(false));
-        }
-    }
-    CTX.with(|c| c.timer_wakes.set(true));
-    let _quiet = Quiet;
-    wake()
-}
-
-/// Runs `f` with the P the current thread holds, if any.
-pub(crate) fn with_current_p<R>(
-    f: impl FnOnce(&crate::sched::processor::Processor) -> R,
-) -> Option<R> {
-    with_current_sched(|s| current_p(s).map(|p| f(&s.ps[p]))).flatten()
-}
-
-/// The runtime the current thread works for and the P it holds, read in
-/// one thread-local access: the one place that turns the context's pointer
-/// into a reference.
-///
-/// # Safety
-///
-/// The reference must not outlive the current thread's stay in that
-/// runtime: drop it before returning to the scheduler (an M may then
-/// leave, and a `block_on` caller's `EnterGuard` reset the context and
-/// drop its `Arc`).
-#[inline(always)]
-pub(crate) unsafe fn current<'a>() -> (Option<&'a Sched>, Option<usize>) {
-    let (s, p) = CTX
-        .try_with(|c| (c.sched.get(), held_id(c)))
-        .unwrap_or((ptr::null(), None));
-    // SAFETY: a non-null pointer came from `Arc::as_ptr` of an Arc that the
-    // thread-local's setter (`m_main`, `EnterGuard`) keeps alive until it
-    // resets the pointer, which happens only when this thread leaves the
-    // runtime, after the caller has dropped the reference (the contract).
-    (unsafe { s.as_ref() }, p)
-}
-
-/// Runs `f` with the runtime the current thread works for, without touching
-/// its reference count (a shared counter every P would bounce).
-pub(crate) fn with_current_sched<R>(f: impl FnOnce(&Sched) -> R) -> Option<R> {
-    // SAFETY: the reference lives only while `f` runs on this thread, which
-    // does not leave the runtime meanwhile.
-    let (s, _) = unsafe { current() };
-    s.map(f)
-}
-
-/// The runtime the current thread works for, as a new `Arc`.
-pub(crate) fn current_sched() -> Option<Arc<Sched>> {
-    with_current_sched(|s| s.me.upgrade()).flatten()
-}
 
 /// One worker thread's private state.
 pub(crate) struct Machine {
@@ -297,11 +84,7 @@ impl Machine {
     /// per task. Code that may run without a P uses [`Machine::held`].
     #[inline]
     pub(crate) fn p(&self) -> usize {
-        CTX.with(|c| {
-            // SAFETY: as in `held_id`: no `&mut` to the cell is alive, and
-            // the read ends here.
-            HeldP::id_or_out_of_range(unsafe { &*c.p.as_ptr() })
-        })
+        CTX.with(held_index)
     }
 
     /// The id of the P this M holds, if any.
@@ -331,7 +114,7 @@ impl Machine {
         let p = &self.sched.ps[self.p()];
         // SAFETY: P `p` is in our context (just read); `get` is one ring
         // operation and nothing else runs before the handle is dropped.
-        let mut q = unsafe { Local::new(&p.runq) };
+        let mut q = unsafe { own_queue(p) };
         q.get(false).map(|(t, _)| t)
     }
 
@@ -468,8 +251,8 @@ impl Machine {
                 parker.park(Some(crate::sched::processor::idle::WATCH))
             } else {
                 match self.park_as_timer_sleeper(&parker) {
-                    Some(h) => h,
-                    None => parker.park(None),
+                    TimerSleep::Woke(h) => h,
+                    TimerSleep::NotSleeper => parker.park(None),
                 }
             };
             crate::sched::trace::m_unpark(&self.sched);
@@ -580,11 +363,7 @@ pub(crate) fn m_main(sched: Arc<Sched>, first: Handoff) {
             }
         }
     }
-    CTX.with(|c| {
-        debug_assert!(held_id(c).is_none(), "goro: an M left holding a P");
-        c.p.set(None);
-        c.sched.set(ptr::null());
-    });
+    CTX.with(leave);
 }
 
 #[cold]

@@ -173,7 +173,7 @@ impl Machine {
         let n = self.ready.len() as u64;
         let sched = self.sched.clone();
         crate::sched::trace::netpoll(&sched, n as usize);
-        if let Some(pid) = super::current_p(&sched) {
+        if let Some(pid) = crate::sched::context::current_p(&sched) {
             bump(&sched.ps[pid].counters.netpoll_ready, n);
             wake_batch(&sched, &mut self.ready);
         } else {
@@ -185,11 +185,11 @@ impl Machine {
 
 /// Wakes a poll's batch on the current P as Go's `injectglist` does: each
 /// task to the tail of the P's queue in the order the poll saw them (the
-/// quiet mode timer runs use, `WakeTarget::TimerBatch`), then one `wakep`
+/// quiet mode timer runs use, `WakeTarget::Quiet`), then one `wakep`
 /// for the lot, instead of a `runnext` bump and a fenced `wakep` per task.
 fn wake_batch(sched: &Sched, wakers: &mut Vec<Waker>) {
     let many = wakers.len() > 1;
-    super::wake_quietly(|| wake_all(wakers));
+    crate::sched::context::wake_quietly(|| wake_all(wakers));
     if many {
         sched.wakep(); // the first runs here; a thief for the rest
     }

@@ -101,7 +101,7 @@
 //! [`Idle::pidle_remove_from`]) is the only way to get a [`HeldP`]: a value,
 //! neither `Clone` nor `Copy`, that says "this thread may run P `id`'s tasks
 //! and push into its run queue". It moves from there to an M (its thread's
-//! context, `machine.rs`), through a [`crate::sched::machine::park::Handoff`] to
+//! context, `context.rs`), through a [`crate::sched::machine::park::Handoff`] to
 //! another M, and back through the release paths ([`Idle::pidleput`],
 //! `Sched::handoffp`, a retire), which consume it. So there is at most one
 //! per P, which is what makes [`HeldP::local`], the owner's handle on the

@@ -12,6 +12,7 @@ pub(crate) mod allp;
 pub(crate) mod idle;
 pub(crate) mod pool_hooks;
 pub(crate) mod resize;
+pub(crate) mod sampling;
 
 // std atomics even under loom: these are progress hints for the monitor and
 // thieves (a stale value delays or repeats a retake), not synchronization.
@@ -45,7 +46,7 @@ pub(crate) struct Processor {
     /// on its first pool use (see `sync::pool::local`).
     pub(crate) pool: pool_hooks::PoolSlot,
     /// Latency and queue-depth histograms (`runtime/metrics.rs`).
-    pub(crate) metrics: crate::sched::sysmon::sampling::ProcMetrics,
+    pub(crate) metrics: crate::sched::processor::sampling::ProcMetrics,
 }
 
 impl Processor {
@@ -60,7 +61,7 @@ impl Processor {
             counters: Counters::default(),
             timers: TimerQueue::new(sched),
             pool: pool_hooks::PoolSlot::new(),
-            metrics: crate::sched::sysmon::sampling::ProcMetrics::new(),
+            metrics: crate::sched::processor::sampling::ProcMetrics::new(),
         }
     }
 

@@ -39,7 +39,7 @@
 //!   `take_runnext` and `drain` take `&mut self`. It is made from a held P
 //!   (`HeldP::local`, `idle.rs`), which exists once per P, or, for the P
 //!   in the thread's context, by `Local::new`, which is `unsafe` with the
-//!   contract below; `machine.rs` ("Holding a P") says how the scheduler
+//!   contract below; `context.rs` ("Holding a P") says how the scheduler
 //!   keeps it.
 //!
 //! A `Local` is a capability, not a borrow of the ring's memory (every field

@@ -21,7 +21,8 @@
 //!   idle thread woken for the deadline runs them.
 
 use crate::sched::backoff::{Backoff, Snooze};
-use crate::sched::machine::{self, Machine};
+use crate::sched::context;
+use crate::sched::machine::Machine;
 use crate::sched::processor::Processor;
 use crate::sched::runq::Local;
 use crate::sched::task::Runnable;
@@ -84,7 +85,7 @@ impl Machine {
                 // below runs in its middle, and must not reach our queue
                 // (runq.rs, "Who may call what"); with the P out of the
                 // context nothing it calls can make a second handle on it.
-                let mut held = machine::take_p().expect("goro: a thief without a P");
+                let mut held = context::take_p().expect("goro: a thief without a P");
                 let stolen = {
                     let mut dst: Local<'_> = held.local(&sched);
                     v.runq.steal_into(&mut dst, last, |_| {
@@ -92,7 +93,7 @@ impl Machine {
                         took_runnext
                     })
                 };
-                machine::set_p(held);
+                context::set_p(held);
                 if let Some((task, n)) = stolen {
                     bump(&mine.counters.steals, n as u64);
                     crate::sched::trace::steal(&sched, victim, n);

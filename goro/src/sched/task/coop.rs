@@ -41,7 +41,7 @@
 //! Outside a task poll (a `block_on` future, a plain thread) the budget is
 //! unlimited: there is no queue to yield to.
 
-use crate::sched::machine::CTX;
+use crate::sched::context::CTX;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -91,7 +91,7 @@ pub(crate) fn poll_proceed(cx: &Context<'_>) -> Poll<()> {
 #[cold]
 fn exhausted(cx: &Context<'_>) -> Poll<()> {
     let on_p =
-        crate::sched::machine::with_current_p(|p| crate::stats::bump(&p.counters.preemptions, 1));
+        crate::sched::context::with_current_p(|p| crate::stats::bump(&p.counters.preemptions, 1));
     if on_p.is_none() {
         set_budget(UNLIMITED);
         return Poll::Ready(());

@@ -211,7 +211,7 @@ impl<T> TaskGroup<T> {
         // The runtime borrowed from the thread's context (`spawn_at` takes
         // the task's one reference count of it); the member is made only
         // inside one, so a failed spawn reports no member gone.
-        let spawned = crate::sched::machine::with_current_sched(|sched| {
+        let spawned = crate::sched::context::with_current(|sched, p| {
             let member = Member {
                 future: Box::pin(future),
                 _report: Report {
@@ -220,7 +220,7 @@ impl<T> TaskGroup<T> {
                     epoch,
                 },
             };
-            crate::sched::task::spawn::spawn_at(sched, member, None, location, owner)
+            crate::sched::task::spawn::spawn_at(sched, p, member, None, location, owner)
         });
         let Some(handle) = spawned else {
             panic!(

@@ -42,7 +42,7 @@
 //! from the shared counter in batches (Go's `goidcache`), so spawning does
 //! not bounce one cache line between Ps.
 
-use std::cell::Cell;
+use crate::sched::context::{IdBatch, Polling, CTX};
 use std::fmt;
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -346,14 +346,6 @@ const ID_BATCH: u64 = 256;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-thread_local! {
-    /// This thread's batch of ids: next, end.
-    static IDS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
-    /// The task being polled on this thread, and the reason its poll gave
-    /// for parking (set by the primitive that returned `Pending`).
-    static POLLING: Cell<(u64, u8, u64)> = const { Cell::new((0, 0, 0)) };
-}
-
 /// The bit of [`TaskMeta`]'s parent word that marks a `TaskGroup` member
 /// (ids stay below 2^56: the trace packs flags above them).
 const IN_GROUP: u64 = 1 << 63;
@@ -377,15 +369,18 @@ impl Parent {
 }
 
 fn next_id() -> TaskId {
-    IDS.with(|c| {
-        let (mut next, mut end) = c.get();
-        if next == end {
+    CTX.with(|c| {
+        let mut b = c.ids.get();
+        if b.next == b.end {
             // Relaxed: uniqueness only needs the atomicity of the add.
-            next = NEXT_ID.fetch_add(ID_BATCH, Ordering::Relaxed);
-            end = next + ID_BATCH;
+            b.next = NEXT_ID.fetch_add(ID_BATCH, Ordering::Relaxed);
+            b.end = b.next + ID_BATCH;
         }
-        c.set((next + 1, end));
-        TaskId(next)
+        c.ids.set(IdBatch {
+            next: b.next + 1,
+            end: b.end,
+        });
+        TaskId(b.next)
     })
 }
 
@@ -397,7 +392,7 @@ pub(crate) fn current_task() -> Option<TaskId> {
 /// The id of the task being polled on this thread, 0 if none: the raw
 /// word a new task's record stores as its parent.
 fn polling_id() -> u64 {
-    POLLING.try_with(|c| c.get().0).unwrap_or(0)
+    CTX.try_with(|c| c.polling.get().task).unwrap_or(0)
 }
 
 /// Says why the current poll is about to return `Pending`. Called by goro's
@@ -405,43 +400,52 @@ fn polling_id() -> u64 {
 /// `select!` names itself after its cases have).
 #[inline]
 pub(crate) fn blocked_on(reason: Reason, detail: u64) {
-    let _ = POLLING.try_with(|c| {
-        let (id, _, _) = c.get();
-        c.set((id, reason as u8, detail));
+    let _ = CTX.try_with(|c| {
+        let task = c.polling.get().task;
+        c.polling.set(Polling {
+            task,
+            reason: reason as u8,
+            detail,
+        });
     });
 }
 
 /// Marks `id` as the task polled on this thread until the guard goes;
 /// the guard's `reason` reads what the poll said when it parked.
 pub(crate) struct PollScope {
-    outer: (u64, u8, u64),
+    outer: Polling,
 }
 
 impl PollScope {
     #[inline]
     pub(crate) fn enter(id: TaskId) -> PollScope {
-        let outer = POLLING
-            .try_with(|c| c.replace((id.0, Reason::Other as u8, 0)))
-            .unwrap_or((0, 0, 0));
+        let outer = CTX
+            .try_with(|c| {
+                c.polling.replace(Polling {
+                    task: id.0,
+                    reason: Reason::Other as u8,
+                    detail: 0,
+                })
+            })
+            .unwrap_or(Polling::NONE);
         PollScope { outer }
     }
 
     /// The reason the poll gave for returning `Pending`.
     #[inline]
     pub(crate) fn reason(&self) -> (Reason, u64) {
-        POLLING
-            .try_with(|c| {
-                let (_, r, d) = c.get();
-                (Reason::from_u8(r), d)
-            })
-            .unwrap_or((Reason::Other, 0))
+        CTX.try_with(|c| {
+            let p = c.polling.get();
+            (Reason::from_u8(p.reason), p.detail)
+        })
+        .unwrap_or((Reason::Other, 0))
     }
 }
 
 impl Drop for PollScope {
     #[inline]
     fn drop(&mut self) {
-        let _ = POLLING.try_with(|c| c.set(self.outer));
+        let _ = CTX.try_with(|c| c.polling.set(self.outer));
     }
 }
 

@@ -4,7 +4,7 @@
 //!
 //! [`TaskGroup`] (`task_group.rs`) spawns its members through here.
 
-use crate::sched::machine::with_current_sched;
+use crate::sched::context::with_current;
 use crate::sched::task::meta::Parent;
 use crate::sched::task::{new_task, JoinHandle, Spawn};
 use crate::sched::Sched;
@@ -20,6 +20,7 @@ where
 {
     spawn_at(
         sched,
+        crate::sched::context::current_p(sched),
         future,
         name,
         std::panic::Location::caller(),
@@ -32,6 +33,7 @@ where
 /// record names (a `TaskGroup` member's is the group's owner).
 pub(crate) fn spawn_at<F>(
     sched: &Sched,
+    p: Option<usize>,
     future: F,
     name: Option<Box<str>>,
     location: &'static std::panic::Location<'static>,
@@ -46,7 +48,6 @@ where
     let Some(owner) = sched.me.upgrade() else {
         panic!("goro: spawn on a runtime that is being dropped");
     };
-    let p = crate::sched::machine::current_p(sched);
     match p {
         Some(p) => bump(&sched.ps[p].counters.tasks_spawned, 1),
         None => bump_shared(&sched.counters.tasks_spawned, 1),
@@ -86,8 +87,8 @@ where
     F::Output: Send + 'static,
 {
     let location = std::panic::Location::caller();
-    in_current("spawn", |s| {
-        spawn_at(s, future, None, location, Parent::SPAWNER)
+    in_current("spawn", |s, p| {
+        spawn_at(s, p, future, None, location, Parent::SPAWNER)
     })
 }
 
@@ -111,16 +112,16 @@ where
 {
     let name = Some(name.into().into_boxed_str());
     let location = std::panic::Location::caller();
-    in_current("spawn_named", |s| {
-        spawn_at(s, future, name, location, Parent::SPAWNER)
+    in_current("spawn_named", |s, p| {
+        spawn_at(s, p, future, name, location, Parent::SPAWNER)
     })
 }
 
 /// Runs `f` with the runtime of the current thread (no reference count
 /// taken), or panics naming `what` outside one.
 #[track_caller]
-fn in_current<R>(what: &str, f: impl FnOnce(&Sched) -> R) -> R {
-    with_current_sched(f).unwrap_or_else(|| {
+fn in_current<R>(what: &str, f: impl FnOnce(&Sched, Option<usize>) -> R) -> R {
+    with_current(f).unwrap_or_else(|| {
         panic!(
             "goro::{what} called outside a goro runtime: call it from a goro task or inside \
              Runtime::block_on, or use Runtime::{what}"

@@ -31,12 +31,13 @@
 
 use crate::loom::Unpoison;
 use crate::loom::{fence, Ordering};
+use crate::sched::context::{current_p, wake_quietly, with_current_sched};
 use crate::sched::machine::park::{Handoff, Parker};
-use crate::sched::machine::{current_p, wake_quietly, with_current_sched, Machine};
+use crate::sched::machine::Machine;
 use crate::sched::policy::TimerPlacement;
 use crate::sched::timer::clock;
 use crate::sched::timer::queue::{push, TimerQueue};
-use crate::sched::timer::{Action, Callback, Fired, TimerInner, NEVER};
+use crate::sched::timer::{Action, Callback, Fired, SetOutcome, TimerInner, NEVER};
 use crate::sched::Sched;
 use crate::stats::{bump, bump_shared};
 use std::sync::atomic::AtomicU64;
@@ -52,7 +53,7 @@ pub(crate) fn arm_timer(t: &Arc<TimerInner>, when: u64, period: u64) -> bool {
         match t.home.sched.upgrade() {
             Some(s) => s.arm_timer(t, when, period),
             // The runtime is gone: nothing will ever run a heap again.
-            None => t.set(when, period).0,
+            None => t.set(when, period).was_pending,
         }
     })
 }
@@ -114,7 +115,10 @@ impl Sched {
 
     /// Arms (or stops, `when == 0`) `t`; returns whether it was pending.
     pub(crate) fn arm_timer(&self, t: &Arc<TimerInner>, when: u64, period: u64) -> bool {
-        let (pending, needs_push) = t.set(when, period);
+        let SetOutcome {
+            was_pending: pending,
+            needs_push,
+        } = t.set(when, period);
         if when == 0 {
             if pending {
                 self.count_timer(|c| &c.timers_stopped);
@@ -344,6 +348,15 @@ impl Sched {
     }
 }
 
+/// How an M's turn at [`Machine::park_as_timer_sleeper`] ended.
+pub(crate) enum TimerSleep {
+    /// Another M is the timer sleeper: this one parks plainly.
+    NotSleeper,
+    /// It slept on the timers and woke: to a hand-off, or (`None`) because
+    /// the deadline passed or an earlier timer needs a re-check.
+    Woke(Option<Handoff>),
+}
+
 impl Machine {
     /// Runs the due timers of `q` on the current P; returns how many fired.
     pub(crate) fn run_timers(&mut self, q: &TimerQueue, now: u64) -> usize {
@@ -362,7 +375,7 @@ impl Machine {
     /// Step 1 of find-runnable: this P's due timers. One atomic load when
     /// the P has no timers; a clock read otherwise. Returns whether timers
     /// ran (their wakers may have given the P away: the caller reads it
-    /// again, machine.rs's "Holding a P").
+    /// again, context.rs's "Holding a P").
     pub(crate) fn check_own_timers(&mut self) -> bool {
         let next = self.sched.own_timers(self.p()).next_when();
         if next == NEVER {
@@ -377,15 +390,12 @@ impl Machine {
         false
     }
 
-    /// Parks as the timer sleeper if nobody else is; returns what woke us:
-    /// a handoff, or `None` when the deadline passed or a new earlier timer
-    /// needs a re-check.
-    pub(crate) fn park_as_timer_sleeper(
-        &mut self,
-        parker: &Arc<Parker>,
-    ) -> Option<Option<Handoff>> {
+    /// Parks as the timer sleeper if nobody else is.
+    pub(crate) fn park_as_timer_sleeper(&mut self, parker: &Arc<Parker>) -> TimerSleep {
         let sched = self.sched.clone();
-        let until = sched.become_timer_sleeper(parker)?;
+        let Some(until) = sched.become_timer_sleeper(parker) else {
+            return TimerSleep::NotSleeper;
+        };
         // `sleeper_park` sleeps in the poller instead of the futex while
         // sockets are registered (net/poller.rs), with the same timeout.
         let h = if until == NEVER {
@@ -400,7 +410,7 @@ impl Machine {
         };
         sched.end_timer_sleep();
         bump_shared(&sched.counters.timer_sleeper_wakes, 1);
-        Some(match h {
+        TimerSleep::Woke(match h {
             Some(Handoff::Recheck) => None,
             other => other,
         })

@@ -110,11 +110,30 @@ pub(crate) enum Action {
 /// (`chan` implements it for its channel of `Instant`s).
 pub(crate) trait TimerChan: Sync {
     /// Sends `at` if the channel has room (a one-slot buffer: a value that
-    /// does not fit is dropped, as Go's timer channels do). `Some` when the
-    /// value was handed over, with the parked receiver to wake if any.
-    fn send_tick(&self, at: Instant) -> Option<Option<Waker>>;
+    /// does not fit is dropped, as Go's timer channels do).
+    fn send_tick(&self, at: Instant) -> Tick;
     /// Takes every buffered value; whether there was one.
     fn drain(&self) -> bool;
+}
+
+/// What [`TimerChan::send_tick`] did with a tick.
+pub(crate) enum Tick {
+    /// Handed over, to the buffer or to a parked receiver, which is then
+    /// the waker to wake.
+    Sent(Option<Waker>),
+    /// Dropped: the buffer was full.
+    Dropped,
+}
+
+/// What [`TimerInner::set`] found and left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SetOutcome {
+    /// The timer was pending: armed, or with an undelivered value that the
+    /// call drained (Go 1.23's count, what `Stop` and `Reset` return).
+    pub(crate) was_pending: bool,
+    /// It now needs a heap entry that it lacks: the caller pushes it
+    /// ([`push`](queue::push)).
+    pub(crate) needs_push: bool,
 }
 
 /// A channel timer's link to its channel.
@@ -146,11 +165,16 @@ impl ChanTimer {
     /// Sends `at` (dropped if the one-slot buffer is full); the receiver to
     /// wake, if one was handed the value.
     fn send(&mut self, at: Instant) -> Option<Waker> {
-        let sent = self.chan()?.send_tick(at);
-        // Also when the value went straight to a parked receiver: if that
-        // receive is cancelled, the value goes back into the buffer.
-        self.sent |= sent.is_some();
-        sent.flatten()
+        match self.chan()?.send_tick(at) {
+            Tick::Sent(wake) => {
+                // Also when the value went straight to a parked receiver: if
+                // that receive is cancelled, the value goes back into the
+                // buffer.
+                self.sent = true;
+                wake
+            }
+            Tick::Dropped => None,
+        }
     }
 
     /// Takes every buffered value; whether there was one.
@@ -298,11 +322,8 @@ impl TimerInner {
         }
     }
 
-    /// Sets the deadline (`0`: stop) and period. Returns whether the timer
-    /// was pending (armed, or with an undelivered value that this call
-    /// drained, as Go 1.23 counts it) and whether it now needs a heap entry
-    /// that it lacks (the caller then calls [`push`](queue::push)).
-    pub(crate) fn set(&self, when: u64, period: u64) -> (bool, bool) {
+    /// Sets the deadline (`0`: stop) and period.
+    pub(crate) fn set(&self, when: u64, period: u64) -> SetOutcome {
         let mut st = self.lock();
         let mut pending = st.when != 0;
         if let Action::Chan(c) = &mut st.action {
@@ -316,10 +337,16 @@ impl TimerInner {
             if when == 0 || when == NEVER {
                 self.orphan_entry(&mut st);
             }
-            return (pending, false);
+            return SetOutcome {
+                was_pending: pending,
+                needs_push: false,
+            };
         }
         let lazy = matches!(st.entry, Some((_, w)) if w <= when);
-        (pending, !lazy)
+        SetOutcome {
+            was_pending: pending,
+            needs_push: !lazy,
+        }
     }
 
     /// Readies a spare sleep timer for a new sleep: wake `waker` at `when`.

@@ -7,7 +7,7 @@
 
 use super::clock;
 use super::{Action, TimerInner, NEVER};
-use crate::sched::machine::with_current_sched;
+use crate::sched::context::with_current_sched;
 use crate::sched::task::meta::{blocked_on, Reason};
 use crate::sched::timer::check::{arm_timer, release_sleep_timer};
 use crate::sched::Sched;

@@ -84,10 +84,9 @@ mod session;
 pub(crate) use session::{flight_start, from_env, runtime_dropped, start_stream, stop_stream};
 pub use session::{FlightRecorder, DEFAULT_FLIGHT_BYTES};
 
-use crate::sched::machine::current_p;
+use crate::sched::context::{current_p, CTX};
 use crate::sched::task::meta::{Reason, TaskId, TaskMeta};
 use crate::sched::Sched;
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Sessions running in the process, over every runtime: the check made
@@ -192,23 +191,14 @@ impl buf::OnFull for Trace {
     }
 }
 
-thread_local! {
-    /// This thread's number in traces (0: not given one yet).
-    static TID: Cell<u32> = const { Cell::new(0) };
-    /// How the current poll is about to end, when it is not by parking:
-    /// set by `yield_now` and the coop budget.
-    static NOTE: Cell<u64> = const { Cell::new(0) };
-    /// The runtime of a blocking-pool thread (which has no `CTX`).
-    static BLOCKING: Cell<*const Sched> = const { Cell::new(std::ptr::null()) };
-}
-
 static NEXT_TID: AtomicU64 = AtomicU64::new(1);
 
 /// Thread names by trace thread number, for the M tracks.
 pub(crate) static THREAD_NAMES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
 fn tid() -> u64 {
-    TID.try_with(|t| {
+    CTX.try_with(|c| {
+        let t = &c.trace_tid;
         let v = t.get();
         if v != 0 {
             return u64::from(v);
@@ -266,11 +256,13 @@ fn event(sched: &Sched, k: u8, a: u64, b: u64) {
 fn traced_here<'a>() -> Option<(&'a Sched, Option<usize>)> {
     // SAFETY: the reference is used only by the hook that asked, on this
     // thread, before it returns to the scheduler.
-    let (s, p) = unsafe { crate::sched::machine::current() };
+    let (s, p) = unsafe { crate::sched::context::current() };
     match s {
         Some(s) => s.trace.on().then_some((s, p)),
         None => {
-            let b = BLOCKING.try_with(|b| b.get()).unwrap_or(std::ptr::null());
+            let b = CTX
+                .try_with(|c| c.trace_blocking.get())
+                .unwrap_or(std::ptr::null());
             // SAFETY: set by `blocking_thread` for the life of the thread's
             // body, which holds an `Arc` of the runtime.
             let s = unsafe { b.as_ref() }?;
@@ -324,7 +316,7 @@ pub(crate) fn poll_start(id: TaskId) {
 
 #[cold]
 fn poll_start_slow(id: TaskId) {
-    let _ = NOTE.try_with(|n| n.set(0));
+    let _ = CTX.try_with(|c| c.trace_note.set(0));
     if let Some((s, p)) = traced_here() {
         emit(s, p, kind::POLL_START, id.0, 0, &[]);
     }
@@ -334,7 +326,7 @@ fn poll_start_slow(id: TaskId) {
 #[inline]
 pub(crate) fn poll_parked(id: TaskId, reason: Reason) {
     if ANY_ON.load(Ordering::Relaxed) != 0 {
-        let note = NOTE.try_with(|n| n.replace(0)).unwrap_or(0);
+        let note = CTX.try_with(|c| c.trace_note.replace(0)).unwrap_or(0);
         let out = if note != 0 { note } else { reason as u64 };
         poll_end_slow(id, out);
     }
@@ -359,7 +351,7 @@ fn poll_end_slow(id: TaskId, out: u64) {
 #[inline]
 pub(crate) fn yielded() {
     if ANY_ON.load(Ordering::Relaxed) != 0 {
-        let _ = NOTE.try_with(|n| n.set(OUT_YIELD));
+        let _ = CTX.try_with(|c| c.trace_note.set(OUT_YIELD));
     }
 }
 
@@ -367,7 +359,7 @@ pub(crate) fn yielded() {
 #[inline]
 pub(crate) fn preempted() {
     if ANY_ON.load(Ordering::Relaxed) != 0 {
-        let _ = NOTE.try_with(|n| n.set(OUT_PREEMPTED));
+        let _ = CTX.try_with(|c| c.trace_note.set(OUT_PREEMPTED));
         if let Some((s, p)) = traced_here() {
             let id = crate::sched::task::meta::current_task().map_or(0, |t| t.0);
             emit(s, p, kind::PREEMPT, id, 0, &[]);
@@ -509,13 +501,13 @@ pub(crate) fn pool_cycle(sched: &Sched) {
 }
 
 /// Runs a blocking-pool thread's body with its runtime known to the
-/// trace's hooks (the thread has no `CTX`: it never holds a P).
+/// trace's hooks (the thread has no runtime in its context: it never holds a P).
 pub(crate) fn blocking_thread<R>(sched: &Sched, body: impl FnOnce() -> R) -> R {
-    let _ = BLOCKING.try_with(|b| b.set(sched));
+    let _ = CTX.try_with(|c| c.trace_blocking.set(sched));
     struct Reset;
     impl Drop for Reset {
         fn drop(&mut self) {
-            let _ = BLOCKING.try_with(|b| b.set(std::ptr::null()));
+            let _ = CTX.try_with(|c| c.trace_blocking.set(std::ptr::null()));
         }
     }
     let _reset = Reset;

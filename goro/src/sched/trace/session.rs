@@ -33,37 +33,46 @@ pub(crate) enum Session {
 /// Wakes the streaming writer (a buffer list grew, or the session ends).
 #[derive(Default)]
 pub(crate) struct Kick {
-    state: Mutex<(bool, bool)>,
+    state: Mutex<KickState>,
     cv: Condvar,
+}
+
+/// What the writer has been told since it last looked.
+#[derive(Default)]
+struct KickState {
+    /// A buffer list grew.
+    kicked: bool,
+    /// The session ends.
+    stopped: bool,
 }
 
 impl Kick {
     pub(crate) fn kick(&self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).0 = true;
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).kicked = true;
         self.cv.notify_one();
     }
 
     fn stop(&self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).stopped = true;
         self.cv.notify_one();
     }
 
     /// Waits for a kick or `d`; returns whether the session is over.
     fn wait(&self, d: Duration) -> bool {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if !st.0 && !st.1 {
+        if !st.kicked && !st.stopped {
             st = self
                 .cv
                 .wait_timeout(st, d)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-        st.0 = false;
-        st.1
+        st.kicked = false;
+        st.stopped
     }
 
     fn reset(&self) {
-        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = (false, false);
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = KickState::default();
     }
 }
 

@@ -284,7 +284,7 @@ impl<T: Send + 'static> fmt::Debug for Pool<T> {
 /// assert_eq!(p.get(), "new");
 /// ```
 pub fn pool_cycle() {
-    let keep_victim = crate::sched::machine::current_sched()
+    let keep_victim = crate::sched::context::current_sched()
         .map_or(crate::Policy::default().pool_victim, |s| {
             s.policy().pool_victim
         });
@@ -353,7 +353,7 @@ std::thread_local! {
 unsafe fn here<'a>() -> (Who<'a>, Counts<'a>) {
     // SAFETY: our caller drops the result before it returns to the
     // scheduler (the contract above), so the runtime stays entered.
-    let (sched, p) = unsafe { crate::sched::machine::current() };
+    let (sched, p) = unsafe { crate::sched::context::current() };
     match (sched, p) {
         (Some(s), Some(p)) => {
             let proc = &s.all_ps()[p];

@@ -26,8 +26,6 @@
 //! the monitor sleeps on a condition variable until a P is taken from the
 //! idle list (`notify_busy`), so an idle runtime makes no wakeups at all.
 
-pub(crate) mod sampling;
-
 use crate::loom::Unpoison;
 use crate::loom::{AtomicBool, Condvar, Mutex, Ordering};
 use crate::sched::processor::pool_hooks;

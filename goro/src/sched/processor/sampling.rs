@@ -4,6 +4,7 @@
 //! are timed into the recording P's histograms, in power-of-two buckets
 //! with one relaxed `fetch_add` per sample.
 
+use crate::sched::context::CTX;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One poll (per P) and one wake (per thread) in this many is timed.
@@ -63,14 +64,10 @@ impl ProcMetrics {
 /// Whether this thread's next wake is timed ([`SAMPLE_EVERY`]).
 #[inline]
 pub(crate) fn sample_wake() -> bool {
-    thread_local! {
-        static WAKES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-    }
-    WAKES
-        .try_with(|c| {
-            let n = c.get().wrapping_add(1);
-            c.set(n);
-            n.is_multiple_of(SAMPLE_EVERY)
-        })
-        .unwrap_or(false)
+    CTX.try_with(|c| {
+        let n = c.wakes.get().wrapping_add(1);
+        c.wakes.set(n);
+        n.is_multiple_of(SAMPLE_EVERY)
+    })
+    .unwrap_or(false)
 }
