@@ -16,7 +16,8 @@
 //! `g.done()`: the slot is free before `Wait` can return). So [`wait`] never
 //! hangs on a member that went away.
 //!
-//! Invariants, under the group's state lock:
+//! Invariants, under the group's state lock (`active` is an atomic beside
+//! it, so that a member that succeeds ends without taking the lock):
 //!
 //! - `active` counts members started and not yet ended; `waiting` counts
 //!   [`go`](ErrGroup::go) calls parked for a free slot. [`set_limit`] panics
@@ -86,6 +87,7 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 
@@ -119,6 +121,10 @@ pub struct ErrGroup<E> {
 
 struct Inner<E> {
     wg: WaitGroup,
+    /// Members started and not yet ended. An atomic, not in [`State`], so
+    /// that a member's end takes no lock when it succeeds; read under the
+    /// state lock by `set_limit`.
+    active: AtomicUsize,
     /// Cancels the context of [`ErrGroup::with_context`].
     cancel: Option<Cancel>,
     state: Mutex<State<E>>,
@@ -129,8 +135,6 @@ struct State<E> {
     panic: Option<Box<dyn Any + Send + 'static>>,
     /// `None`: no limit.
     limit: Option<Arc<Semaphore>>,
-    /// Members started and not yet ended.
-    active: usize,
     /// `go` calls waiting for a slot.
     waiting: usize,
 }
@@ -180,12 +184,12 @@ impl<E> ErrGroup<E> {
         ErrGroup {
             inner: Arc::new(Inner {
                 wg: WaitGroup::new(),
+                active: AtomicUsize::new(0),
                 cancel,
                 state: Mutex::new(State {
                     err: None,
                     panic: None,
                     limit: None,
-                    active: 0,
                     waiting: 0,
                 }),
             }),
@@ -223,8 +227,9 @@ impl<E> ErrGroup<E> {
             );
         }
         let mut st = self.lock();
-        if st.active != 0 || st.waiting != 0 {
-            let (active, waiting) = (st.active, st.waiting);
+        let active = self.inner.active.load(Ordering::Acquire);
+        if active != 0 || st.waiting != 0 {
+            let waiting = st.waiting;
             drop(st); // do not poison the lock for the other handles
             panic!(
                 "errgroup: set_limit({limit:?}) while {active} members of the group are \
@@ -341,10 +346,10 @@ impl<E> ErrGroup<E> {
     {
         // Counted before the task exists, so `wait` cannot miss it; the
         // guard undoes both if `spawn` panics (outside a runtime).
-        self.lock().active += 1;
+        self.inner.active.fetch_add(1, Ordering::Relaxed);
         self.inner.wg.add(1);
         let task = MemberTask {
-            fut: Box::pin(catch_unwind_future(fut)),
+            fut: catch_unwind_future(fut),
             member: Member {
                 group: self.clone(),
                 slot,
@@ -415,7 +420,7 @@ impl<E> fmt::Debug for ErrGroup<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let st = self.lock();
         f.debug_struct("ErrGroup")
-            .field("active", &st.active)
+            .field("active", &self.inner.active.load(Ordering::Relaxed))
             .field("waiting", &st.waiting)
             .field("failed", &(st.err.is_some() || st.panic.is_some()))
             .field("with_context", &self.inner.cancel.is_some())
@@ -453,16 +458,20 @@ struct Member<E> {
     slot: Option<Arc<Semaphore>>,
 }
 
-/// A member's task: the member's future, then its [`Member`], which the
-/// task drops with the future rather than when the future returns. The
-/// scheduler drops a finished task's future after taking the task out of
-/// its task table, so when `wait` returns, no member is left in
-/// `Runtime::dump()` (Go's `wg.Done()` runs a moment before the goroutine
-/// exits; a dump is stricter than that).
-struct MemberTask<T, E> {
-    /// Dropped first (fields drop in order): the member's `done` after it.
-    fut: std::pin::Pin<Box<T>>,
-    member: Member<E>,
+pin_project_lite::pin_project! {
+    /// A member's task: the member's future, then its [`Member`], which the
+    /// task drops with the future rather than when the future returns. The
+    /// scheduler drops a finished task's future after taking the task out of
+    /// its task table, so when `wait` returns, no member is left in
+    /// `Runtime::dump()` (Go's `wg.Done()` runs a moment before the goroutine
+    /// exits; a dump is stricter than that).
+    struct MemberTask<T, E> {
+        // Dropped first (fields drop in order): the member's `done` after
+        // it. Inline, not boxed: a member costs the task's one allocation.
+        #[pin]
+        fut: T,
+        member: Member<E>,
+    }
 }
 
 impl<T, E> Future for MemberTask<T, E>
@@ -471,15 +480,15 @@ where
 {
     type Output = ();
 
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
-        // `MemberTask` is Unpin: the future is pinned in its box.
-        match self.fut.as_mut().poll(cx) {
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        let this = self.project();
+        match this.fut.poll(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(out) => {
                 match out {
                     Ok(Ok(())) => {}
-                    Ok(Err(e)) => self.member.fail(Failure::Error(e)),
-                    Err(p) => self.member.fail(Failure::Panic(p)),
+                    Ok(Err(e)) => this.member.fail(Failure::Error(e)),
+                    Err(p) => this.member.fail(Failure::Panic(p)),
                 }
                 Poll::Ready(())
             }
@@ -522,7 +531,8 @@ impl<E> Drop for Member<E> {
         if let Some(sem) = self.slot.take() {
             sem.add_permits(1);
         }
-        self.group.lock().active -= 1;
+        // Release: a `set_limit` that reads 0 sees the slot given back.
+        self.group.inner.active.fetch_sub(1, Ordering::Release);
         self.group.inner.wg.done();
     }
 }
