@@ -1,7 +1,9 @@
 //! Reading Rust source just well enough to follow its paths to the crate
 //! root, for `tests/module_graph.rs`: comments and literals blanked, a
 //! few kinds of token, and the paths that start at `crate`, `$crate` or
-//! enough `super`s, with `use` groups.
+//! enough `super`s, with `use` groups: their first segment (the module
+//! a path reaches, [`root_names`]) or the whole path down to the item it
+//! names ([`root_paths`], [`tree_paths`]).
 
 /// `text` with comments (line, block, doc) and the insides of string and
 /// char literals replaced by spaces; newlines are kept, so lines still
@@ -101,6 +103,8 @@ pub enum Tok {
     Open,
     Close,
     Comma,
+    /// `*`, for a glob in a `use` tree.
+    Star,
     Other,
 }
 
@@ -137,6 +141,7 @@ pub fn tokens(code: &str) -> Vec<(Tok, usize)> {
                 '{' => Tok::Open,
                 '}' => Tok::Close,
                 ',' => Tok::Comma,
+                '*' => Tok::Star,
                 _ => Tok::Other,
             };
             out.push((t, line));
@@ -184,13 +189,13 @@ fn group_heads(toks: &[(Tok, usize)], open: usize) -> Vec<(String, usize)> {
     heads
 }
 
-/// The names each path in `code` takes at the crate root, with their
-/// lines: `crate::a`, `$crate::a`, `crate::{a, b}` and `super::...::a`
-/// where the `super`s climb `depth` levels, the depth of the file's module
-/// (`1` for `chan/mod.rs` or `context.rs`), plus one per open inline `mod`.
-pub fn root_names(code: &str, depth: usize) -> Vec<(String, usize)> {
-    let toks = tokens(code);
-    let mut names = Vec::new();
+/// Where each path in `toks` that starts at the crate root has its first
+/// segment after the root (an index into `toks`): `crate::a`, `$crate::a`,
+/// `crate::{a, b}` and `super::...::a` where the `super`s climb `depth`
+/// levels, the depth of the file's module (`1` for `chan/mod.rs` or
+/// `context.rs`), plus one per open inline `mod`.
+fn root_starts(toks: &[(Tok, usize)], depth: usize) -> Vec<usize> {
+    let mut starts = Vec::new();
     let mut braces = 0usize;
     let mut inline_mods: Vec<usize> = Vec::new();
     for i in 0..toks.len() {
@@ -236,6 +241,17 @@ pub fn root_names(code: &str, depth: usize) -> Vec<(String, usize)> {
         } else {
             continue;
         }
+        starts.push(j);
+    }
+    starts
+}
+
+/// The names each path in `code` takes at the crate root, with their
+/// lines (see [`root_starts`] for the paths that count).
+pub fn root_names(code: &str, depth: usize) -> Vec<(String, usize)> {
+    let toks = tokens(code);
+    let mut names = Vec::new();
+    for j in root_starts(&toks, depth) {
         match toks.get(j) {
             Some((Tok::Ident(n), line)) => names.push((n.clone(), *line)),
             Some((Tok::Open, _)) => names.extend(group_heads(&toks, j)),
@@ -245,38 +261,102 @@ pub fn root_names(code: &str, depth: usize) -> Vec<(String, usize)> {
     names
 }
 
-/// The leaf names a `use` tree at `k` brings in (`a::{b, c as d}` gives
-/// `b`, `d`), for the re-exports of `lib.rs`.
-pub fn use_leaves(toks: &[(Tok, usize)], mut k: usize, out: &mut Vec<String>) -> usize {
+/// One path a `use` tree or an inline path names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Leaf {
+    /// Its segments, down to the item: `a::b::f`, `a::b::Type` (not the
+    /// `::new` after it), `a::b` for `a::b::{self}`, `a::b::*` for a glob.
+    pub path: Vec<String>,
+    /// The name it is brought in as, where `as` renames it.
+    pub alias: Option<String>,
+    /// The line of its last segment.
+    pub line: usize,
+}
+
+/// The whole path of each path in `code` that starts at the crate root
+/// (see [`root_starts`]), without the root: [`tree_paths`] of each.
+pub fn root_paths(code: &str, depth: usize) -> Vec<Leaf> {
+    let toks = tokens(code);
+    let mut out = Vec::new();
+    for j in root_starts(&toks, depth) {
+        tree_paths(&toks, j, &[], &mut out);
+    }
+    out
+}
+
+/// The leaves of the `use` tree (or the inline path) at `k`, each with
+/// `prefix` before it: `a::{b, c::{D, e as f}, g::{self, *}}` gives
+/// `a::b`, `a::c::D`, `a::c::e` (as `f`), `a::g` and `a::g::*`. A path
+/// stops at its first segment that starts with a capital, the item (a
+/// type, trait or constant; what follows is its method or variant), and
+/// at a turbofish. Returns the index after the tree.
+pub fn tree_paths(
+    toks: &[(Tok, usize)],
+    mut k: usize,
+    prefix: &[String],
+    out: &mut Vec<Leaf>,
+) -> usize {
+    let mut path = prefix.to_vec();
+    let mut item = path
+        .last()
+        .is_some_and(|s| s.starts_with(char::is_uppercase));
+    let mut line = toks.get(k).map_or(0, |t| t.1);
     loop {
-        match toks.get(k).map(|t| &t.0) {
-            Some(Tok::Ident(n)) => {
+        match toks.get(k) {
+            Some((Tok::Ident(n), l)) => {
+                if !(item || n == "self" && !path.is_empty()) {
+                    path.push(n.clone());
+                    line = *l;
+                    item = n.starts_with(char::is_uppercase);
+                }
                 if is_sep(toks.get(k + 1)) {
                     k += 2;
-                } else if is(toks.get(k + 1), "as") {
-                    if let Some((Tok::Ident(alias), _)) = toks.get(k + 2) {
-                        out.push(alias.clone());
-                    }
-                    return k + 3;
-                } else {
-                    out.push(n.clone());
-                    return k + 1;
+                    continue;
                 }
+                let mut alias = None;
+                k += 1;
+                if is(toks.get(k), "as") {
+                    if let Some((Tok::Ident(a), _)) = toks.get(k + 1) {
+                        alias = Some(a.clone());
+                    }
+                    k += 2;
+                }
+                out.push(Leaf { path, alias, line });
+                return k;
             }
-            Some(Tok::Open) => {
+            Some((Tok::Star, l)) => {
+                if !item {
+                    path.push("*".into());
+                    line = *l;
+                }
+                out.push(Leaf {
+                    path,
+                    alias: None,
+                    line,
+                });
+                return k + 1;
+            }
+            Some((Tok::Open, _)) => {
                 k += 1;
                 while !matches!(toks.get(k).map(|t| &t.0), Some(Tok::Close) | None) {
-                    k = use_leaves(toks, k, out);
-                    if matches!(toks.get(k).map(|t| &t.0), Some(Tok::Comma)) {
+                    let before = k;
+                    k = tree_paths(toks, k, &path, out);
+                    if matches!(toks.get(k).map(|t| &t.0), Some(Tok::Comma)) || k == before {
                         k += 1;
                     }
                 }
                 return k + 1;
             }
-            other => panic!(
-                "lib.rs: a `use` the checker cannot read (a glob re-export?) at {other:?}, line {}",
-                toks.get(k).map_or(0, |t| t.1)
-            ),
+            _ => {
+                if path.len() > prefix.len() {
+                    out.push(Leaf {
+                        path,
+                        alias: None,
+                        line,
+                    }); // `a::f::<T>`
+                }
+                return k;
+            }
         }
     }
 }
