@@ -102,9 +102,9 @@
 //!   protocol, and Go shows one short critical section is cheap because a
 //!   contended channel parks its users anyway.
 //! - A leaf mutex per slot and per waker, and an `Arc` per waiter shared by
-//!   the queue and the owner (the first version): no `unsafe`, but five
-//!   uncontended lock round trips and three reference-count updates per
-//!   hand-off, about a third of a ring hop. The cells and the owned block
+//!   the queue and the owner: no `unsafe`, but five uncontended lock round
+//!   trips and three reference-count updates per hand-off, about a third
+//!   of a ring hop. The cells and the owned block
 //!   need the `unsafe` reasoning above; loom checks every cell access
 //!   (`goro/tests/loom_chan.rs`).
 //! - The waiter inline in the future (tokio's intrusive lists): no

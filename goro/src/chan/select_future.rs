@@ -38,7 +38,7 @@
 //! The price is paid only by a select with a future case: each wake of a
 //! parked one (a future's, or a spurious poll) withdraws and re-parks its
 //! channel waiters, one lock per channel each way. A select of channels
-//! only keeps the waiting path it had (the `futures` flag of `Select` is a
+//! only keeps the plain waiting path (the `futures` flag of `Select` is a
 //! constant of the expansion).
 //!
 //! # With a `default` arm
@@ -70,9 +70,8 @@
 //!
 //! # Rejected
 //!
-//! - Spawning each future to feed a channel (what the docs used to advise):
-//!   a task per select, and the future's result lost when the select takes
-//!   another case.
+//! - Spawning each future to feed a channel: a task per select, and the
+//!   future's result lost when the select takes another case.
 //! - Polling every future before the channels (futures first): simple, but
 //!   a ready future would always beat a ready channel, which is the
 //!   starvation Go's random choice exists to prevent.

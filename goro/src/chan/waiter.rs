@@ -431,8 +431,8 @@ impl<T> WaitQueue<T> {
         self.entries.reserve_exact(1);
     }
 
-    // Always: the park path's hottest step, and inlined into each
-    // operation's poll before the first-room check made it look large.
+    // Always: the park path's hottest step, which the first-room check
+    // makes look too large for the compiler to inline on its own.
     #[inline(always)]
     pub(super) fn push(&mut self, waiter: Waiter<T>, waker: WakerId) -> Parked<T> {
         let id = self.next_id;

@@ -73,13 +73,13 @@
 //! - Zeroing hyper's read buffer before each read
 //!   (`ReadBufCursor::initialize_unfilled`) to read through the safe
 //!   `&mut [u8]` of [`TcpStream::poll_read`]: hyper hands out a fresh,
-//!   wholly uninitialized cursor for every read, so this cleared 8 KiB or
-//!   more each time, twice per keep-alive request. Measured in goro-bench's
-//!   `http_hello` (perf, procs 1) it was 5% of the server's CPU, the
-//!   largest user-space item after hyper itself, and the tokio column
-//!   (tokio's `TcpStream` reads with `recv(2)` into the uninitialized
-//!   buffer) does not pay it. [`GoroIo`] now does what tokio does, through
-//!   a crate-internal raw read path (`TcpStream::poll_read_uninit`).
+//!   wholly uninitialized cursor for every read, so this clears 8 KiB or
+//!   more each time, twice per keep-alive request: in goro-bench's
+//!   `http_hello` the largest user-space item after hyper itself
+//!   (BENCH_RESULTS.md, "`http_hello` with hyper on goro"), a cost that
+//!   tokio's `TcpStream` does not pay (it reads with `recv(2)` into the
+//!   uninitialized buffer). [`GoroIo`] does what tokio does, through a
+//!   crate-internal raw read path (`TcpStream::poll_read_uninit`).
 //! - A write deadline set before every write (Go's `WriteTimeout` is one
 //!   deadline per response): that arms and stops a timer per response even
 //!   when no write ever waits. [`GoroIo`] arms the stream's write deadline
@@ -289,9 +289,8 @@ impl<T: Borrow<TcpStream> + Unpin> Read for GoroIo<T> {
         // Read straight into hyper's uninitialized buffer, as tokio's
         // `TcpStream` does for hyper-util: hyper makes a fresh `ReadBuf`
         // with nothing initialized for every read, so zeroing it first
-        // (`initialize_unfilled`, what this did before) cleared 8 KiB or
-        // more per read, two reads per keep-alive request: 5% of the
-        // server's CPU in goro-bench's http_hello.
+        // (`initialize_unfilled`) would clear 8 KiB or more per read, two
+        // reads per keep-alive request (module docs, "Rejected").
         // SAFETY: `as_mut` asks that no initialized byte be
         // de-initialized: the slice is only written, by recv(2) with real
         // bytes (`poll_read_uninit`), and no byte of it is read here.

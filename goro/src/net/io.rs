@@ -75,13 +75,12 @@ impl<S: Source> PollIo<S> {
     /// `WouldBlock` would (tokio does the same). A short read on a stream
     /// socket means the receive queue was empty when it returned (a short
     /// write: the send buffer full), so the next attempt would be an
-    /// `EAGAIN` syscall; without this, every keep-alive request paid one
-    /// (3 `recv`s per HTTP request instead of 2, counted with perf in
-    /// goro-bench's http_hello). Bytes that arrive after the transfer
-    /// make a new edge, and the tick check in `clear_ready` keeps an edge
-    /// delivered meanwhile (the same argument as for `WouldBlock`).
-    /// Datagram sockets must not use this: a short datagram says nothing
-    /// about the queue.
+    /// `EAGAIN` syscall; without this, every keep-alive request pays one
+    /// (3 `recv`s per HTTP request instead of 2 in goro-bench's
+    /// http_hello). Bytes that arrive after the transfer make a new edge,
+    /// and the tick check in `clear_ready` keeps an edge delivered
+    /// meanwhile (the same argument as for `WouldBlock`). Datagram sockets
+    /// must not use this: a short datagram says nothing about the queue.
     pub(crate) fn poll_stream(
         &self,
         cx: &mut Context<'_>,

@@ -32,8 +32,8 @@
 //! (with a grace of half a second). Off for a runtime built by hand.
 //!
 //! The check costs nothing while tasks run: it lives in the monitor's idle
-//! branch, and with the report off the monitor sleeps exactly as before (no
-//! wakeups while idle).
+//! branch, and with the report off the monitor sleeps exactly as it would
+//! without the check (no wakeups while idle).
 
 use crate::loom::Unpoison;
 use crate::runtime::dump::Dump;

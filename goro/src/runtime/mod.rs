@@ -254,8 +254,9 @@ impl Runtime {
     /// woken task goes to the waker's `runnext`), not a wake of the
     /// calling thread through the kernel. A collector fed by 4 senders
     /// per P at procs 1 (goro-bench `fan_in/main` against `fan_in/local`)
-    /// costs 50 ns per value this way and 500 ns polled by `block_on`
-    /// (BENCH_RESULTS.md). The task is named `main` in [`Runtime::dump`].
+    /// costs about a tenth as much per value this way as polled by
+    /// `block_on` (BENCH_RESULTS.md, "Go's shapes: `main` as a task, and
+    /// the contended rows"). The task is named `main` in [`Runtime::dump`].
     ///
     /// The future must be `Send + 'static`, as for [`Runtime::spawn`]; for
     /// one that is not, [`Runtime::block_on`] polls it on the calling

@@ -16,17 +16,15 @@
 //! [`crate::loom::thread::yield_now`]: one loom path. Under loom a spinning
 //! round is a single `spin_loop` (a yield to the model's scheduler, whatever
 //! the burst: 64 of them would only multiply the model's states) and a
-//! sleep is one too. That is what the pool's pin wait always did under
-//! loom; the policy profile's bursts were `1 << step` model yields before,
-//! but no model reaches one (the scheduler's models run with `spin: 0` and
-//! no steal pause, and the mutex does not spin under loom), and the channel
-//! lock and the task table take loom's mutex instead of backing off.
+//! sleep is one too. No model reaches a burst of the policy profile (the
+//! scheduler's models run with `spin: 0` and no steal pause, and the mutex
+//! does not spin under loom), and the channel lock and the task table take
+//! loom's mutex instead of backing off.
 //!
 //! # Profiles
 //!
-//! Each constructor is one user's profile; the numbers are the ones that
-//! user's own loop had before the loops were merged, and each round does
-//! exactly what a round of that loop did.
+//! Each constructor is one user's profile; its doc says why the numbers
+//! suit that user.
 //!
 //! | profile | user | spinning rounds (`pause`s) | then | at the end |
 //! |---|---|---|---|---|
@@ -37,27 +35,24 @@
 //! | [`Backoff::task_table`] | the task table's spin lock (`task/table.rs`) | 7 (1, 2 … 64) | none | yield, forever |
 //! | [`Backoff::pin_wait`] | the pool's reader wait (`sync/pool/pin.rs`) | 31 (1 each) | 8 yields | sleep 20, 40 … 640, then 1000 µs, forever |
 //!
-//! The loops they replace, round for round:
+//! Round for round (`step` counts from 0):
 //!
-//! * `Backoff::new(policy)` is the old `Backoff` unchanged: round `step`
-//!   spun `1 << step.min(6)` pauses while `step < spin`, yielded while
-//!   `step < spin + yield_`, and said `Done` after; `Unbounded` spun the
-//!   same bursts for [`UNBOUNDED_ROUNDS`] rounds, then said `Done`.
-//! * `steal_pause` was `Backoff::new(SpinPolicy::Unbounded)`, spelled out at
-//!   its one use.
-//! * `chan_lock` was `lock_contended`'s `for _ in 0..4 { 30 × spin_loop;
-//!   try_lock }`, then `lock`: the caller's loop is now `while snooze() !=
-//!   Done { try_lock }`, the same 4 rounds of 30 and the same `try_lock`
-//!   after each.
-//! * `task_table` was `crossbeam_utils::Backoff::snooze` (0.8): step 0 to 6
+//! * `Backoff::new(policy)`: round `step` spins `1 << step.min(6)` pauses
+//!   while `step < spin`, yields while `step < spin + yield_`, and says
+//!   `Done` after; `Unbounded` spins the same bursts for
+//!   [`UNBOUNDED_ROUNDS`] rounds, then says `Done`.
+//! * `steal_pause` is `Backoff::new(SpinPolicy::Unbounded)`, whatever the
+//!   runtime's policy.
+//! * `chan_lock`: 4 rounds of 30 pauses, each followed by the caller's
+//!   `try_lock` (its loop is `while snooze() != Done { try_lock }`), then
+//!   the caller's `lock`.
+//! * `task_table` is `crossbeam_utils::Backoff::snooze` (0.8): step 0 to 6
 //!   spin `1 << step` pauses, every later step yields; never done (the
 //!   lock's holder runs a few stores, so the lock is always worth waiting
 //!   for).
-//! * `pin_wait` was `pin.rs`'s `fn backoff(rounds)`, which counted the round
-//!   before acting: rounds 1 to 31 one pause, 32 to 39 a yield, round `n`
-//!   from 40 a sleep of `min(20 << min(n - 40, 6), 1000)` µs; under loom
-//!   every round one `spin_loop`. Here `step` counts from 0, so those are
-//!   steps 0 to 30, 31 to 38 and 39 on.
+//! * `pin_wait`: steps 0 to 30 one pause, 31 to 38 a yield, step `s` from
+//!   39 on a sleep of `min(20 << min(s - 39, 6), 1000)` µs; under loom
+//!   every step one `spin_loop`.
 
 use crate::sched::policy::SpinPolicy;
 
@@ -85,7 +80,7 @@ pub(crate) enum Snooze {
 const MAX_BURST_SHIFT: u32 = 6;
 
 /// Under `SpinPolicy::Unbounded`, rounds of pure spinning before a wait that
-/// can park does so (about 100 µs: the "before" of seed 000 spun through a
+/// can park does so (about 100 µs: seed 000's "before" spins through a
 /// whole wait, but an idle runtime must still go to sleep eventually).
 pub(crate) const UNBOUNDED_ROUNDS: u32 = 2048;
 
@@ -167,11 +162,11 @@ impl Backoff {
         })
     }
 
-    /// The task table's spin lock (crossbeam's `Backoff::snooze`, which it
-    /// used before): bursts of 1 to 64 `pause`s, then a yield every round,
-    /// never `Done`. The lock is held for a few stores (or a dump's copy of
-    /// one shard), so there is nothing to park on and a wait that outlasts
-    /// the bursts means the holder was descheduled: yield it the CPU.
+    /// The task table's spin lock (crossbeam's `Backoff::snooze` schedule):
+    /// bursts of 1 to 64 `pause`s, then a yield every round, never `Done`.
+    /// The lock is held for a few stores (or a dump's copy of one shard),
+    /// so there is nothing to park on and a wait that outlasts the bursts
+    /// means the holder was descheduled: yield it the CPU.
     #[cfg_attr(loom, allow(dead_code))] // its user is not built under loom
     #[inline]
     pub(crate) fn task_table() -> Backoff {

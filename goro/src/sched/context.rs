@@ -2,9 +2,13 @@
 //! for ([`Ctx`]), read by every path that must know "which runtime, which
 //! P, which task" without a reference handed down to it.
 //!
-//! The thread-local [`Ctx`] says which runtime and which P the current thread
-//! runs for; the schedule function of every task reads it to decide between
-//! the local queue (we hold a P of the task's runtime) and the global queue.
+//! [`Ctx`] says which runtime and which P the current thread runs for (the
+//! schedule function of every task reads it to choose between the local
+//! queue and the global one), which task it is polling and why that poll
+//! parked (the task dump), its batch of task ids, its one-in-N wake sample
+//! counter and its trace number. One thread-local rather than one per
+//! concern: a spawn or a wake reads it once, and a reader finds every
+//! per-thread fact of the scheduler here.
 //!
 //! # Holding a P
 //!
@@ -20,7 +24,7 @@
 //! they are on. (tokio keeps its worker's core in a `RefCell` in the
 //! context and moves it there before each poll and each park; here the P
 //! simply stays in the context while held, so nothing moves per poll and
-//! every reader sees the P the same way, as before it was a value.)
+//! every reader finds the P in the same place.)
 //!
 //! Who touches the cell, and how:
 //!
@@ -33,17 +37,17 @@
 //!   to what it holds and this module makes none that outlives a peek, so
 //!   a peek never overlaps a `&mut` to the cell. `HeldP` stores its id
 //!   negated, so `Option<HeldP>` is one word (`None` is zero) and a peek
-//!   costs what reading the old `usize` did.
-//! * Owner access to the queue: never a borrow of the cell. The caller
-//!   peeks the id and makes a `runq::Local` for that P's queue with the
-//!   `unsafe` `Local::new` (or, holding the value, the safe
-//!   `HeldP::local`). Its contract, kept at each call site and stated in
-//!   its `// SAFETY:` comment: the thread holds that P from the peek to the
-//!   handle's last use, and runs nothing in between that could give the P
-//!   away or start another owner operation on the queue (a poll, a wake, a
-//!   timer). The handle is made right before one or two ring operations
-//!   and dropped after them; it never lives across a poll, a wake or a
-//!   timer run. After such a step the M peeks again (a waker may have
+//!   costs what reading a plain `usize` would.
+//! * Owner access to the queue: never a borrow of the cell. The caller peeks
+//!   the id and makes a `runq::Local` for that P's queue with [`own_queue`],
+//!   the one `unsafe` accessor (or, holding the value, the safe
+//!   `HeldP::local`). Its contract, stated there once and checked in each
+//!   call site's `// SAFETY:` comment: the thread holds that P from the peek
+//!   to the handle's last use, and runs nothing in between that could give
+//!   the P away or start another owner operation on the queue (a poll, a
+//!   wake, a timer). The handle is made right before one or two ring
+//!   operations and dropped after them; it never lives across a poll, a wake
+//!   or a timer run. After such a step the M peeks again (a waker may have
 //!   called `block_in_place`): `execute` after the poll, `find_runnable`
 //!   after running timers or the netpoll's wakes.
 //!

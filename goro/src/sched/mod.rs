@@ -321,11 +321,12 @@ impl Sched {
     /// A task that woke itself while running (a yield, a preemption) goes
     /// to the tail, and wakes nobody: its poll is returning, so this P
     /// looks for work at once, and the tasks already queued each called
-    /// `wakep` when they were put. Waking a thread here only sent it to
-    /// steal the yielder: a task preempted every few microseconds (`hog`)
-    /// bounced between two threads that the kernel had often placed on one
-    /// CPU, and a sleeper beside it waited out their time slices (5 ms
-    /// gaps at procs 2, against 1.6 ms without preemption).
+    /// `wakep` when they were put. Waking a thread here would only send it
+    /// to steal the yielder: a task preempted every few microseconds (`hog`)
+    /// bounces between two threads that the kernel often places on one CPU,
+    /// and a sleeper beside it waits out their time slices (measured on
+    /// `hog` at procs 2: BENCH_RESULTS.md, "Design readings quoted from
+    /// module docs").
     fn runqput_yield(&self, p: &Processor, q: &mut Local<'_>, task: Runnable) {
         if let Put::Overflow(batch) = q.put(task, false) {
             bump(&p.counters.runq_overflows, 1);

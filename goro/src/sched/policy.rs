@@ -10,7 +10,7 @@
 //! | 001 per-P timers | [`Policy::timers`] | a timer heap per P | one global heap under one lock |
 //! | 002 idle mask, bounded stealing | [`Policy::idle_mask`], [`Policy::steal_passes`] | mask on, 2 passes | mask off, 4 passes |
 //! | 003 pool victim cache | [`Policy::pool_victim`] | a cycle moves primary to victim, drops the old victim | a cycle drops everything |
-//! | 004 no thrashing | [`Policy::runnext_steal_pause`], [`Policy::runnext_wake`] | 3 µs pause; a spinner that only finds a pipeline's `runnext` watches it every 50 µs | no pause (a thief takes a lone `runnext` task at once); every spinner loops as Go's did |
+//! | 004 no thrashing | [`Policy::runnext_steal_pause`], [`Policy::runnext_wake`] | 3 µs pause; a spinner that only finds a pipeline's `runnext` watches it every 50 µs | no pause (a thief takes a lone `runnext` task at once); every spinner loops as Go's does |
 //!
 //! Two more fields are not seeds: [`Policy::runnext`] (Go had `runnext`
 //! before seed 004, so `legacy` keeps it) and [`Policy::preempt`]
@@ -39,7 +39,7 @@ pub enum SpinPolicy {
         /// Rounds of `sched_yield` after spinning, before parking.
         yield_: u32,
     },
-    /// Spin actively, never yielding the CPU (the behaviour seed 000 removed).
+    /// Spin actively, never yielding the CPU (seed 000's "before").
     /// A wait that can park still does so after about 2,000 rounds
     /// (~100 µs), so that an idle runtime goes to sleep eventually.
     Unbounded,
@@ -76,7 +76,7 @@ pub enum RunnextWake {
     /// see `sched/processor/idle.rs`, "Hand-off".
     Watch,
     /// Nobody until the monitor finds the P stuck (a poll longer than a
-    /// 10 ms slice): goro before cooperative hand-off.
+    /// 10 ms slice): no cooperative hand-off, for A/B runs against it.
     Off,
 }
 
@@ -85,7 +85,7 @@ pub enum RunnextWake {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Preempt {
     /// Never preempt: a task whose operations never block keeps its P until
-    /// its poll returns (goro before cooperative preemption).
+    /// its poll returns (for A/B runs against cooperative preemption).
     Off,
     /// Yield at the first safe point after this many operations in one
     /// poll (1..=1,000,000). The default is 128, tokio's budget.

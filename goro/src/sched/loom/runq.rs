@@ -115,9 +115,9 @@ fn loom_runq_owner_and_thief_take_each_task_once() {
 ///
 /// Planted bug, caught ("a task was taken twice"): `put_slow` handing out
 /// the batch whether or not its CAS claimed it (the batch moving to the
-/// global queue before the claim). The first version of this model put
-/// one task and ran what it collected directly (7 interleavings, 75 now):
-/// that bug showed only as a crash (a freed task run twice); comparing
+/// global queue before the claim). A model that puts one task and runs
+/// what it collects directly (7 interleavings; this one explores 75)
+/// shows that bug only as a crash (a freed task run twice); comparing
 /// pointers first (`each_taken_once`) makes it an assertion, and the
 /// second put reuses a slot after an overflow that won the race too.
 ///

@@ -63,8 +63,8 @@ fn going_idle(sched: &Arc<Sched>, p: HeldP, spinning: bool) -> bool {
 }
 
 /// A held P for P `p` of a model runtime whose Ps were never put on the
-/// idle list (`model_sched` does not), the way the models took them before
-/// a held P was a value.
+/// idle list (`model_sched` does not): minted directly, with no idle list
+/// to take it from.
 fn model_p(sched: &Sched, p: usize) -> HeldP {
     assert!(sched.idle.lock().ps.is_empty(), "the idle list is empty");
     // SAFETY: no P of this runtime was ever on its idle list (checked), and

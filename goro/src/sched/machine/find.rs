@@ -39,17 +39,17 @@
 //! queued: a P that runs dry while another P still holds part of the last
 //! poll's batch polls again and runs the *new* readiness (often the same
 //! connections, answered a moment ago) while the older tasks wait behind
-//! the other P's current one. In goro-bench's `tcp_echo` at procs 2 (100
-//! connections, 2 cores) a request that waited past the p99 saw 130–270
-//! other requests of its client thread answered meanwhile, where one round
-//! of that thread's 50 connections is 50, and p999 was 7.5–8.8 ms against
-//! tokio's 5.6–7.9 (tokio's idle workers steal first and poll the network
-//! when they park). Stealing first keeps the queued work ahead of new
-//! readiness: 56–80 requests per slow wait, p999 5.7–8.3 ms. It changes
-//! nothing without sockets (the netpoll is then a no-op), and it adds no
-//! starvation of the network: a P that always finds work to steal is in
-//! the same position as one whose local queue never runs dry, which only
-//! the monitor's poll serves (every 10 ms), in either order.
+//! the other P's current one: in goro-bench's `tcp_echo` at procs 2 a
+//! request that waits past the p99 sees several rounds of its client
+//! thread's connections answered meanwhile, and the tail is longer than
+//! tokio's (tokio's idle workers steal first and poll the network when they
+//! park). Stealing first keeps the queued work ahead of new readiness:
+//! little more than one round per slow wait (readings in BENCH_RESULTS.md,
+//! "Design readings quoted from module docs"). It changes nothing without
+//! sockets (the netpoll is then a no-op), and it adds no starvation of the
+//! network: a P that always finds work to steal is in the same position as
+//! one whose local queue never runs dry, which only the monitor's poll
+//! serves (every 10 ms), in either order.
 //!
 //! # Polling while busy
 //!
@@ -61,10 +61,10 @@
 //! well (if due: the poller's rate limit still holds) puts new readiness at
 //! the tail of the queue while the round runs, so a request waits only for
 //! what was queued before it, at most about one round: a shorter tail for
-//! the same order of service. In goro-bench's `http_hello` at procs 1
-//! (100 keep-alive connections, hyper) goro's p99 went from 0.74–1.24× of
-//! tokio's in five readings to 0.58–0.95× in five, interleaved on the same
-//! build. Without sockets the check is one atomic load every 61 slices.
+//! the same order of service, measured as a lower p99 on goro-bench's
+//! `http_hello` at procs 1 (BENCH_RESULTS.md, "Design readings quoted from
+//! module docs"). Without sockets the check is one atomic load every 61
+//! slices.
 
 use crate::loom::{fence, Ordering};
 use crate::sched::backoff::Snooze;
@@ -84,16 +84,17 @@ const FAIRNESS_TICK: u64 = 61;
 
 /// While the local queue has work, this P's timers are checked every this
 /// many slices (and always when it runs dry): a check costs a clock read,
-/// which with a few thousand tasks sleeping was a fifth of `sleep_fan`'s
-/// time when done on every slice (Go's choice). A due timer waits at most
-/// this many polls; tokio checks its timers every 61.
+/// which with a few thousand tasks sleeping is a large share of
+/// `sleep_fan`'s time when done on every slice (Go's choice; reading in
+/// BENCH_RESULTS.md, "Design readings quoted from module docs"). A due
+/// timer waits at most this many polls; tokio checks its timers every 61.
 const TIMER_CHECK_TICK: u64 = 4;
 
 impl Machine {
     /// Returns a task to run with the P still held (the bool: it inherits the
     /// time slice), or `None` after giving the P back. Inlined into the
-    /// scheduler loop, its one caller, as it was before the P became a
-    /// value (a call per task costs more than the loop it serves).
+    /// scheduler loop, its one caller (a call per task costs more than the
+    /// loop it serves).
     #[inline]
     pub(crate) fn find_runnable(&mut self) -> Option<(Runnable, bool)> {
         let pid = loop {

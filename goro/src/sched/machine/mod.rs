@@ -79,9 +79,9 @@ impl Machine {
 
     /// The id of the P this M holds, for the scheduler loop, which runs
     /// only with one. Without one it is an id out of range, so the first
-    /// `sched.ps[..]` with it panics (as the `usize::MAX` sentinel this
-    /// replaced did): a test here cost two instructions per call, twice
-    /// per task. Code that may run without a P uses [`Machine::held`].
+    /// `sched.ps[..]` with it panics (as a `usize::MAX` sentinel would): a
+    /// test here would cost two instructions per call, twice per task.
+    /// Code that may run without a P uses [`Machine::held`].
     #[inline]
     pub(crate) fn p(&self) -> usize {
         CTX.with(held_index)

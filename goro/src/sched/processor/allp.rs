@@ -1,8 +1,6 @@
 //! Every P a runtime has ever had (Go's `allp`), as a table that grows
 //! without moving what it holds.
 //!
-//! Before the Ps could be resized they were one boxed slice sized `procs`
-//! at start-up.
 //! A runtime that can add Ps while it runs ([`crate::Runtime::set_procs`],
 //! `resize.rs`) needs room for more, and every thread holds plain
 //! references into the Ps (`&sched.ps[p]` lives across a whole search), so
@@ -21,20 +19,21 @@
 //!   in [`crate::Stats`], its pool slot keeps its values reachable by the
 //!   other Ps' steals and the monitor's cycles), and a later grow reuses it.
 //!
-//! Indexing costs what the boxed slice's did: a base pointer, a bounds
-//! check (against the constant size), an address computed. The table is one
-//! mapping of [`MAX_PROCS`] Ps' worth of address space, reserved up front
-//! and never moved; the kernel backs a page only when a P in it is first
-//! written, so a runtime of 8 Ps touches a few pages, not the whole range.
+//! Indexing costs what indexing a boxed slice does: a base pointer, a
+//! bounds check (against the constant size), an address computed. The
+//! table is one mapping of [`MAX_PROCS`] Ps' worth of address space,
+//! reserved up front and never moved; the kernel backs a page only when a
+//! P in it is first written, so a runtime of 8 Ps touches a few pages, not
+//! the whole range.
 //!
 //! Rejected: a directory of pointers, one per P, each filled on first use
-//! (tried first: every `sched.ps[p]` paid one more dependent load; see
-//! BENCH_RESULTS.md, "Resizing the set of Ps"); a bounds check against
-//! the built count on every index (an atomic load each: ~15 instructions
-//! more per `yield_many` op, measured with callgrind); Ps
-//! allocated up to a capacity fixed at start-up (a `set_procs` above it
-//! would have to fail); an `Arc`-swapped slice (every access would pay for
-//! the reference count or an epoch pin).
+//! (every `sched.ps[p]` pays one more dependent load: measured slower in
+//! BENCH_RESULTS.md, "Resizing the set of Ps"); a bounds check against the
+//! built count on every index (an atomic load each, counted with callgrind
+//! on `yield_many`: BENCH_RESULTS.md, "Design readings quoted from module
+//! docs"); Ps allocated up to a capacity fixed at start-up (a `set_procs`
+//! above it would have to fail); an `Arc`-swapped slice (every access
+//! would pay for the reference count or an epoch pin).
 //!
 //! [`MAX_PROCS`]: crate::sched::MAX_PROCS
 

@@ -40,7 +40,7 @@
 //! wakes nobody else). Go's pause is a `usleep(3)`, which Linux's timer
 //! slack stretches to about 50 µs, so its spinner in effect looks at the
 //! busy P every 50 µs or so. goro's pause spins, so the same loop
-//! (`RunnextWake::Eager`) burned the other core. The default
+//! (`RunnextWake::Eager`) burns the other core. The default
 //! (`RunnextWake::Watch`) makes the sleep explicit and puts it where it
 //! belongs:
 //!
@@ -63,22 +63,24 @@
 //! putter's side: the swap is a SeqCst read-modify-write, as Go's
 //! `runnext` CAS is its barrier.
 //!
-//! Rejected (numbers in BENCH_RESULTS.md, "Scheduling guarantees"):
+//! Rejected (measured in BENCH_RESULTS.md, "Scheduling guarantees:
+//! hand-off and cooperative preemption"):
 //!
-//! * No wake at all (`RunnextWake::Off`, goro before this wake): the task
-//!   waited for the current poll to return or for the monitor's stuck-P
-//!   rescue after a 10 ms slice; `spawn_busy` at procs 2 had a p50 of
-//!   10–17 ms where Go's is about 0.1 ms.
+//! * No wake at all (`RunnextWake::Off`): the task waits for the current
+//!   poll to return or for the monitor's stuck-P rescue after a 10 ms
+//!   slice, so `spawn_busy` at procs 2 waits milliseconds where Go's waits
+//!   well under one.
 //! * Go's spinner loop as it is (`RunnextWake::Eager`): the same latency
 //!   as the default, but in a pipeline the spinner re-takes a P and pauses
 //!   again without end, and goro's pause spins, so it keeps the other core
-//!   busy: `ring/n=10` at procs 2 took 19% more time and 35% more CPU
-//!   than with the watcher.
+//!   busy: measured slower and costlier in CPU than the watcher on
+//!   `ring/n=10` at procs 2 ("The hand-off mechanism: variants measured").
 //! * A pause that ends when `runnext` empties and then takes whatever is
 //!   there: in a pipeline the owner keeps `runnext` full, so the thief
-//!   waited out the pause and took the pipeline's *next* task (~2,000
-//!   migrations per million `ring` hops). The thief takes only the task
-//!   it paused for, as Go's `runqgrab` does (`runq.rs`, `grab`).
+//!   waits out the pause and takes the pipeline's *next* task, migrating
+//!   the pipeline again and again (measured on `ring`, same section). The
+//!   thief takes only the task it paused for, as Go's `runqgrab` does
+//!   (`runq.rs`, `grab`).
 //! * A wake deferred to the monitor (it would look at busy Ps' `runnext`
 //!   every ~50 µs and wake a thread for a task whose poll has not moved):
 //!   not built. The monitor cannot know when a `runnext` fills, so it
@@ -86,10 +88,10 @@
 //!   idle, a constant wakeup rate on a lightly loaded runtime, where the
 //!   watcher only looks while a pipeline runs; and its wake would add a
 //!   second thread wake to the latency.
-//! * Yielding in the pause (`Backoff` with `sched_yield`, as before): a
-//!   thief that Linux had woken on the busy poll's CPU gave that poll its
-//!   CPU back for a whole time slice, so 1 rep in about 100 of `wake_busy`
-//!   waited 1–5 ms.
+//! * Yielding in the pause (`Backoff` with `sched_yield`): a thief that
+//!   Linux wakes on the busy poll's CPU gives that poll its CPU back for a
+//!   whole time slice, so now and then a `wake_busy` rep waits milliseconds
+//!   (a perf trace, same section, "The pause must not yield").
 //!
 //! The idle mask (seed 002) has one bit per P, set while the P is in the idle
 //! list; thieves skip those Ps without touching their run queues. It is only
@@ -127,7 +129,7 @@ use std::time::Duration;
 pub(crate) struct HeldP {
     /// The id, bitwise negated: never zero (ids are below `MAX_PROCS`), so
     /// `Option<HeldP>` is one word with `None` all zeros, and reading the
-    /// thread's P costs one load and a test, as the `usize` it replaced did.
+    /// thread's P costs one load and a test, as a plain `usize` would.
     not_id: NonZeroUsize,
 }
 

@@ -54,10 +54,10 @@
 //! its held P out of the thread's context for the steal's duration
 //! (`steal.rs`), so the callback has no way to reach `dst`'s queue.
 //!
-//! The memory layout and every atomic access are those of the single
-//! `RunQueue` type this split replaced; the only new access path is
-//! `steal_all`, which reads `tail` with `Acquire` as `grab` does (the
-//! owner's `get` may read its own `tail` `Relaxed`; a non-owner may not).
+//! The split is in the types only: both handles work on one memory layout
+//! with the same atomic accesses. `steal_all`, the owner's `drain` done by
+//! a non-owner, reads `tail` with `Acquire` as `grab` does (the owner's
+//! `get` may read its own `tail` `Relaxed`; a non-owner may not).
 //!
 //! Ownership of tasks: a pointer in the ring or in `runnext` is an owned
 //! `async_task::Runnable` turned into a raw pointer. Exactly one party turns it

@@ -7,8 +7,8 @@
 //!
 //! * Seed 002: Ps whose bit is set in the idle mask are skipped without
 //!   touching their queues (an idle P has nothing to steal), and the number
-//!   of passes is small (2; Go used 4, which on large machines spent a third
-//!   of all CPU in the search).
+//!   of passes is small (2; Go makes 4, which on large machines can spend a
+//!   third of all CPU in the search).
 //! * Seed 004: a victim's `runnext` is taken only on the last pass, and if the
 //!   victim's M is running a task, only after a short pause: the victim has
 //!   probably just readied that task and is about to run it itself, and
@@ -130,9 +130,9 @@ impl Machine {
         // the pause is a few microseconds, and a thief that shares a CPU
         // with the victim's busy poll (Linux often wakes it on the waker's
         // CPU, under a hypervisor especially) would hand that poll the CPU
-        // for a whole time slice by yielding: goro-bench's `wake_busy` then
-        // saw 1-5 ms waits in about 1 rep in 100 (perf: the woken thief
-        // migrated to the waker's CPU, ran 8 µs, yielded).
+        // for a whole time slice by yielding, and `wake_busy` now and then
+        // waits milliseconds (BENCH_RESULTS.md, "Scheduling guarantees",
+        // "The pause must not yield").
         let mut b = Backoff::steal_pause();
         let seen = victim.runq.runnext_id();
         while victim.runq.runnext_id() == seen && Instant::now() < deadline {

@@ -13,12 +13,13 @@
 //! lock is handed to a waiter, spinning cannot win it).
 //!
 //! Rejected: Go's `canSpin` in full, which also refuses to spin unless
-//! another P is running and this P's run queue is empty. With 4 lockers
-//! per P (`mutex_contended`, procs 2, 2-core VM) it doubled the time,
-//! 76-82 to 138-157 ns per lock: a locker that queues instead of
-//! spinning pays a park and a wake per lock, and the tasks stay spread
-//! over both Ps, each P's queue keeping the rule on
-//! (`bench/results/2026-11-27-mutex-canspin-rejected.txt`).
+//! another P is running and this P's run queue is empty. With several
+//! lockers per P a locker that queues instead of spinning pays a park and
+//! a wake per lock, and the tasks stay spread over both Ps, each P's queue
+//! keeping the rule on: measured at about twice the time per lock on
+//! `mutex_contended` at procs 2 (BENCH_RESULTS.md, "Go's shapes: `main`
+//! as a task, and the contended rows";
+//! `bench/results/2026-11-27-mutex-canspin-rejected.txt`).
 //!
 //! Cancel-safe: a dropped future leaves nothing behind. A queued one
 //! unlinks and uncounts itself, a woken one gives up the `WOKEN` role (and

@@ -19,8 +19,9 @@
 //! process uses, since slots are handed out lowest first) is inline in the
 //! `Gen`, so the fast path goes pool → generation → slot: two dependent
 //! loads fewer than through a boxed directory and a chunk pointer. A pair
-//! of `put` and `get` is bound by that chain's latency: inlining the first
-//! chunk took it from ~9.2 to ~7.2 ns in a tight loop on the development VM.
+//! of `put` and `get` is bound by that chain's latency, so the two loads
+//! show in a tight put/get loop (BENCH_RESULTS.md, "Design readings quoted
+//! from module docs").
 //! The other chunks are allocated on the first put by a slot of that chunk
 //! (one CAS; losing it frees the spare). Capacity is
 //! [`MAX_SLOTS`] = 4096 Ps alive at once in the process, the same as

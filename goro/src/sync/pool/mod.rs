@@ -51,8 +51,9 @@
 //!
 //! `get` and `put` inline whole into the caller: the caller's identity
 //! comes from a function returning it (`here`), not from a helper taking a
-//! closure, which the compiler kept out of line in some crates (it depends
-//! on their codegen units) at a third of the pair's cost.
+//! closure, which the compiler keeps out of line in some crates (it depends
+//! on their codegen units) at a third of the pair's cost (BENCH_RESULTS.md,
+//! "`pool` after 01950a3").
 //!
 //! A cycle touches no value: it executes the same instructions (callgrind)
 //! at 1,000 and at 100,000 pooled values, and what its wall time still
@@ -340,10 +341,10 @@ std::thread_local! {
 /// The caller's identity: the P it holds (slot, record, counters), or a
 /// guest record.
 ///
-/// A function returning the identity rather than one taking a closure: the
-/// closure was not always inlined into `get` and `put` (it depends on how
-/// the calling crate is split into codegen units), and the extra frame cost
-/// about a third of a put+get pair.
+/// A function returning the identity rather than one taking a closure: a
+/// closure is not always inlined into `get` and `put` (it depends on how
+/// the calling crate is split into codegen units), and the extra frame
+/// costs about a third of a put+get pair.
 ///
 /// # Safety
 /// The result must be dropped before the calling thread runs user code or

@@ -6,7 +6,8 @@
 //! (the old victim generations, or everything with the victim cache off) is
 //! O(number of values) to drop: each value's `Drop`, and freeing the rings
 //! that held them (with 100,000 pooled `u64`s, about 2 MiB of rings, and
-//! `munmap` for the large ones: ~30 µs, against ~1 µs for the swaps). So the
+//! `munmap` for the large ones: tens of times the swaps' cost;
+//! BENCH_RESULTS.md, "`pool` group after the reclaimer"). So the
 //! cycle hands the retired storage to [`defer`] and returns; one process-wide
 //! thread, `goro-pool-drop`, waits for a grace period (`pin::synchronize`)
 //! and then drops it. This is Linux's `call_rcu` with callback offloading:
@@ -33,9 +34,9 @@
 //! * Bounded memory: if [`MAX_BACKLOG`] batches wait while the reclaimer is
 //!   busy (starved of CPU while something forces cycles in a loop), the
 //!   cycling thread drops its own batch (grace period included) instead of
-//!   queueing it: what every cycle cost before this thread existed, so a
-//!   cycle is never slower than that. The same happens if the thread cannot
-//!   be started.
+//!   queueing it: what every cycle would cost without this thread, so a
+//!   cycle is never slower than dropping inline. The same happens if the
+//!   thread cannot be started.
 //! * A panic in a value's `Drop` is caught and reported on stderr; the
 //!   other values are still dropped (the storage's own `Drop`s go on past
 //!   a panicking value, as a `Vec`'s does, and as there a second panic
@@ -47,30 +48,32 @@
 //! # Waking the reclaimer
 //!
 //! Waking a thread that sleeps on another CPU costs the waker a system call
-//! and an inter-processor interrupt: on the development VM 4 µs (p50) when
-//! the other CPU was idle for 10 µs, 8 µs after 1 ms, several times the
-//! cycle's own cost. So after a batch the reclaimer does not go straight to
-//! sleep: it *naps* [`NAP`] at a time, [`NAPS`] times, with a timeout, and a
-//! cycle that finds it napping only queues its batch (no system call); the
-//! reclaimer takes it when the nap ends. Only a reclaimer that has napped
-//! out and sleeps for good is woken by the cycle (so a process whose pools
-//! go quiet costs [`NAPS`] timer wake-ups, then none), and a napping one is
-//! woken early when [`WAKE_BACKLOG`] batches wait. A run of cycles thus
-//! costs one wake-up, not one per cycle; the price is that values may be
-//! dropped up to [`NAP`] after their cycle instead of at once.
+//! and an inter-processor interrupt, several times the cycle's own cost,
+//! and more the longer that CPU has idled (BENCH_RESULTS.md, "Design
+//! readings quoted from module docs"). So after a batch the reclaimer does
+//! not go straight to sleep: it *naps* [`NAP`] at a time, [`NAPS`] times,
+//! with a timeout, and a cycle that finds it napping only queues its batch
+//! (no system call); the reclaimer takes it when the nap ends. Only a
+//! reclaimer that has napped out and sleeps for good is woken by the cycle
+//! (so a process whose pools go quiet costs [`NAPS`] timer wake-ups, then
+//! none), and a napping one is woken early when [`WAKE_BACKLOG`] batches
+//! wait. A run of cycles thus costs one wake-up, not one per cycle; the
+//! price is that values may be dropped up to [`NAP`] after their cycle
+//! instead of at once.
 //!
 //! # A batch thread
 //!
 //! On Linux the reclaimer runs under `SCHED_BATCH`: it gets its fair share
 //! of CPU, but waking it never preempts the thread that wakes it. As a
-//! normal thread on a busy machine it did: the wake-up in `defer` switched
-//! to the reclaimer, which dropped the batch before the cycle could return
-//! (a `pool_cycle` call with 100,000 pooled values took ~45 µs instead of
-//! ~1 µs). `SCHED_IDLE` was rejected: under full load it can starve, which
-//! would leave the garbage to the backlog fallback.
+//! normal thread on a busy machine it would: the wake-up in `defer`
+//! switches to the reclaimer, which drops the batch before the cycle can
+//! return, so the cycle pays for the drop after all (BENCH_RESULTS.md,
+//! "Design readings quoted from module docs").
 //!
 //! # Rejected
 //!
+//! * `SCHED_IDLE` for the reclaimer: under full load it can starve, which
+//!   would leave the garbage to the backlog fallback.
 //! * Dropping on the monitor thread: `pool_cycle` on a thread outside every
 //!   runtime has no monitor; a monitor sleeps while its runtime is idle; and
 //!   a slow `Drop` would delay its real job, retaking stuck Ps.
@@ -211,7 +214,7 @@ fn reclaimer_main() {
     let mut naps = 0;
     // The queue's buffer and this one trade places at every round, so a
     // hand-over pushes into memory that is already allocated (growing the
-    // queue inside a cycle cost that cycle up to ~1 µs).
+    // queue inside a cycle would cost that cycle as much as its swaps).
     let mut batches: Vec<Garbage> = Vec::new();
     let mut st = state();
     loop {

@@ -28,11 +28,11 @@
 //!    dropped, running their `Drop`, outside every lock (a `Drop` may even
 //!    use the pool or call `pool_cycle`).
 //!
-//! Measured on the development VM (release, `goro-bench run pool_cycle`,
-//! p50): a cycle with 1,000 pooled `u64`s ~0.2 µs, with 100,000 ~0.8 µs
-//! (cold caches, not per-value work: see `mod.rs`); dropping the values and
-//! their rings on the calling thread, before `reclaim.rs`, made it ~2 µs
-//! and ~34 µs.
+//! So a cycle does no work per value (what its time still grows with is
+//! cold caches: see `mod.rs`). Rejected: dropping the values and their
+//! rings on the calling thread, which makes the cycle's time grow with
+//! the number of values, by an order of magnitude at 100,000
+//! (BENCH_RESULTS.md, "`pool` group after the reclaimer").
 //!
 //! A pool whose last handle is dropped while a cycle holds it is dropped by
 //! that cycle's reference: its storage goes to the reclaimer too
