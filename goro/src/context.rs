@@ -445,33 +445,48 @@ impl fmt::Debug for CancelGuard {
     }
 }
 
-/// Marks `node` done with `err`, stops its timer, closes `done`, detaches
-/// it from its parent, and cancels its children (outside any lock).
+/// Marks `node` and its whole subtree done with `err` (closing each `done`
+/// and stopping each timer), then detaches `node` from its parent.
+///
+/// As in Go (`cancelCtx.cancel`), a node's lock is held while it cancels
+/// its children: a cancel that reaches a node another thread is cancelling
+/// waits on that lock until the node's subtree is done, so when any
+/// `cancel` returns, nothing below it is live. Locks are taken top-down
+/// only (a node, then its children); the detach from the parent, the one
+/// bottom-up step, comes after the node's lock is released. Timers are
+/// stopped after every lock is released: a timer that fires meanwhile
+/// finds its node done and does nothing.
 fn cancel_node(node: &Arc<Inner>, err: ContextError) {
-    let (children, timer, tx) = {
-        let mut st = node.lock();
-        if st.err.is_some() {
-            return;
-        }
-        st.err = Some(err);
-        (
-            std::mem::take(&mut st.children),
-            st.timer.take(),
-            st.done_tx.take(),
-        )
-    };
-    if let Some(t) = timer {
-        arm_timer(&t, 0, 0);
-    }
-    if let Some(tx) = tx {
-        tx.close();
+    let mut timers = Vec::new();
+    if !cancel_tree(node, err, &mut timers) {
+        return;
     }
     if let Some(parent) = &node.parent {
         parent.lock().children.remove(&key(node));
     }
-    for c in children.into_values() {
+    for t in timers {
+        arm_timer(&t, 0, 0);
+    }
+}
+
+/// The part of [`cancel_node`] under the locks: `false` if `node` was
+/// already done (its canceller, holding its lock until now, has finished
+/// its subtree).
+fn cancel_tree(node: &Arc<Inner>, err: ContextError, timers: &mut Vec<Arc<TimerInner>>) -> bool {
+    let mut st = node.lock();
+    if st.err.is_some() {
+        return false;
+    }
+    st.err = Some(err);
+    timers.extend(st.timer.take());
+    if let Some(tx) = st.done_tx.take() {
+        tx.close();
+    }
+    // A child cancelled here needs no detach: its parent's map is gone.
+    for c in std::mem::take(&mut st.children).into_values() {
         if let Some(c) = c.upgrade() {
-            cancel_node(&c, err);
+            cancel_tree(&c, err, timers);
         }
     }
+    true
 }

@@ -147,3 +147,44 @@ fn four_hundred_thousand_cancelled_contexts_leave_no_armed_timer() {
         );
     });
 }
+
+/// Go's rule: when `cancel` returns, the context's whole subtree is done,
+/// even while another thread is cancelling a node inside it. A cancel that
+/// reaches a node already being cancelled must wait until that node has
+/// cancelled its own children (Go holds the node's lock while it does);
+/// returning at once left a grandchild live after the root's cancel
+/// returned (found by the soak at procs 8: "context node 10 not done after
+/// its root was cancelled").
+#[test]
+fn a_root_cancel_racing_a_subtree_cancel_leaves_nothing_live() {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for trial in 0..20_000 {
+        assert!(
+            Instant::now() < deadline,
+            "the race trials did not finish within 20 s (trial {trial})"
+        );
+        let (root, cancel_root) = Context::with_cancel(&Context::background());
+        let (mid, cancel_mid) = Context::with_cancel(&root);
+        let leaves: Vec<_> = (0..8).map(|_| Context::with_cancel(&mid)).collect();
+        let go = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let g = go.clone();
+        let t = std::thread::spawn(move || {
+            g.wait();
+            cancel_mid.cancel();
+        });
+        go.wait();
+        cancel_root.cancel();
+        for (i, (leaf, _)) in leaves.iter().enumerate() {
+            assert!(
+                leaf.err().is_some(),
+                "trial {trial}: leaf {i} live after the root's cancel returned \
+                 (the middle node was being cancelled on another thread)"
+            );
+        }
+        assert!(
+            mid.err().is_some(),
+            "trial {trial}: the middle node is live"
+        );
+        t.join().expect("the cancelling thread panicked");
+    }
+}
