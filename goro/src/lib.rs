@@ -498,6 +498,8 @@ pub mod net;
 pub(crate) mod rng;
 pub mod runtime;
 pub(crate) mod sched;
+#[cfg(not(loom))]
+pub mod sim;
 pub mod stats;
 pub mod sync;
 pub mod time;

@@ -388,14 +388,23 @@ pub(super) fn poll_order<const N: usize>() -> [usize; N] {
     order
 }
 
+#[cfg(not(loom))]
+std::thread_local! {
+    static RNG: std::cell::Cell<crate::rng::Rng> =
+        std::cell::Cell::new(crate::rng::Rng::from_entropy(std::thread::current().id()));
+}
+
+/// Restarts this thread's generator at `seed`: a sim bubble's driver, so
+/// that every `select!` choice in the bubble comes from its seed.
+#[cfg(not(loom))]
+pub(crate) fn seed_thread_rng(seed: u64) {
+    RNG.with(|cell| cell.set(crate::rng::Rng::new(seed)));
+}
+
 /// This thread's generator for [`poll_order`].
 #[cfg(not(loom))]
 fn with_rng<R>(f: impl FnOnce(&mut crate::rng::Rng) -> R) -> R {
     use crate::rng::Rng;
-    use std::cell::Cell;
-    thread_local! {
-        static RNG: Cell<Rng> = Cell::new(Rng::from_entropy(std::thread::current().id()));
-    }
     RNG.with(|cell| {
         let mut rng = cell.replace(Rng::new(0));
         let r = f(&mut rng);

@@ -162,6 +162,11 @@ impl Sched {
         self.resize.follow.store(on, Ordering::Relaxed);
     }
 
+    /// The sim bubble this scheduler is, if it is one (`sim/`).
+    pub(crate) fn sim(&self) -> Option<&super::sim::Bubble> {
+        self.sim.as_ref()
+    }
+
     pub(crate) fn block_on_callers(&self) -> (usize, usize) {
         // Relaxed: counts for a report, a moment old at worst.
         (

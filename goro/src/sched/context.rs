@@ -98,6 +98,10 @@ pub(crate) struct Ctx {
     /// The runtime of a blocking-pool thread, for its trace (such a thread
     /// has no `sched`: it must not spawn onto a P or look like an M).
     pub(crate) trace_blocking: Cell<*const Sched>,
+    /// The virtual clock of the sim bubble this thread drives, 0 outside
+    /// one (`sim/`): what the timer clock reads here instead of the real
+    /// one (`timer/clock.rs`).
+    pub(crate) sim_now: Cell<u64>,
 }
 
 /// The task polled on a thread (its id, 0 for none), and the reason and
@@ -139,6 +143,7 @@ impl Ctx {
             trace_tid: Cell::new(0),
             trace_note: Cell::new(0),
             trace_blocking: Cell::new(ptr::null()),
+            sim_now: Cell::new(0),
         }
     }
 }
@@ -318,6 +323,12 @@ pub(crate) fn with_current_sched<R>(f: impl FnOnce(&Sched) -> R) -> Option<R> {
     // does not leave the runtime meanwhile.
     let (s, _) = unsafe { current() };
     s.map(f)
+}
+
+/// The virtual clock of the sim bubble this thread drives; 0 outside one.
+#[inline(always)]
+pub(crate) fn sim_now() -> u64 {
+    CTX.try_with(|c| c.sim_now.get()).unwrap_or(0)
 }
 
 /// The runtime the current thread works for, as a new `Arc`.

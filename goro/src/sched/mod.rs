@@ -50,6 +50,7 @@ pub(crate) mod machine;
 pub mod policy;
 pub(crate) mod processor;
 pub(crate) mod runq;
+pub(crate) mod sim;
 pub(crate) mod task;
 pub(crate) mod timer;
 pub(crate) mod trace;
@@ -141,6 +142,9 @@ pub(crate) struct Sched {
     loom_started: Mutex<Vec<Handoff>>,
     /// The execution trace (`crate::trace`), off unless started.
     trace: crate::sched::trace::Trace,
+    /// Set for a sim bubble (`sim/`): spawns and wakes go to its queues,
+    /// and no M ever starts.
+    sim: Option<sim::Bubble>,
 }
 
 impl Sched {
@@ -151,6 +155,40 @@ impl Sched {
         schedtrace: Option<std::time::Duration>,
         pool_cycle: std::time::Duration,
         measure_find_cpu: bool,
+    ) -> Arc<Sched> {
+        Sched::build(
+            procs,
+            policy,
+            thread_name,
+            schedtrace,
+            pool_cycle,
+            measure_find_cpu,
+            None,
+        )
+    }
+
+    /// A sim bubble's scheduler: `procs` Ps that no thread runs, and the
+    /// bubble that the caller's thread drives (`sim/`).
+    pub(crate) fn new_sim(procs: usize, bubble: sim::Bubble) -> Arc<Sched> {
+        Sched::build(
+            procs,
+            Policy::default(),
+            "goro-sim".to_string(),
+            None,
+            std::time::Duration::from_secs(1),
+            false,
+            Some(bubble),
+        )
+    }
+
+    fn build(
+        procs: usize,
+        policy: Policy,
+        thread_name: String,
+        schedtrace: Option<std::time::Duration>,
+        pool_cycle: std::time::Duration,
+        measure_find_cpu: bool,
+        sim: Option<sim::Bubble>,
     ) -> Arc<Sched> {
         Arc::new_cyclic(|me| Sched {
             procs: AtomicUsize::new(procs),
@@ -183,6 +221,7 @@ impl Sched {
             #[cfg(loom)]
             loom_started: Mutex::new(Vec::new()),
             trace: crate::sched::trace::Trace::new(procs),
+            sim,
         })
     }
 

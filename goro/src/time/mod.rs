@@ -41,6 +41,22 @@ use crate::sched::timer::{Action, Callback, TimerInner};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+/// The current time (Go's `time.Now`): `Instant::now()`, except inside a
+/// `goro::sim` bubble, where it is the bubble's virtual clock.
+///
+/// ```
+/// use std::time::Duration;
+/// let r = goro::sim::Builder::new().seed(3).run(async {
+///     let t0 = goro::time::now();
+///     goro::time::sleep(Duration::from_secs(60)).await;
+///     goro::time::now() - t0
+/// });
+/// assert_eq!(r.unwrap(), Duration::from_secs(60));
+/// ```
+pub fn now() -> Instant {
+    clock::instant_of(clock::now())
+}
+
 /// A single event in the future: a value on [`Timer::rx`] (or a call of
 /// [`after_func`]'s function) when it fires. Go's `time.Timer`.
 ///

@@ -20,9 +20,23 @@ fn epoch() -> Instant {
     *EPOCH.get_or_init(Instant::now)
 }
 
-/// Nanoseconds now (never 0, which means "not armed").
+/// Nanoseconds now (never 0, which means "not armed"): on the thread
+/// that drives a sim bubble, the bubble's virtual clock.
 #[inline]
 pub(crate) fn now() -> u64 {
+    #[cfg(not(loom))]
+    {
+        let virtual_now = crate::sched::context::sim_now();
+        if virtual_now != 0 {
+            return virtual_now;
+        }
+    }
+    real_now()
+}
+
+/// Nanoseconds now on the real clock, in a bubble too.
+#[inline]
+pub(crate) fn real_now() -> u64 {
     (epoch().elapsed().as_nanos() as u64).max(1)
 }
 
@@ -40,7 +54,7 @@ pub(crate) fn coarse() -> u64 {
 
 /// Reads the clock and publishes it as [`coarse`]; returns it.
 pub(crate) fn refresh_coarse() -> u64 {
-    let n = now();
+    let n = real_now();
     // fetch_max: two refreshers racing never move the clock back.
     COARSE.fetch_max(n, Ordering::Relaxed);
     n
