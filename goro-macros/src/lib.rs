@@ -13,7 +13,12 @@
 //! * `panic = exit` (`main` only): a task that panics with nobody joining
 //!   it ends the process with status 2, as in Go (`goro::UnjoinedPanic`);
 //!   `panic = continue` is the default;
-//! * `local`.
+//! * `local`;
+//! * `sim` (tests only): run the body in a `goro::sim` bubble instead of a
+//!   runtime: virtual time, a seeded schedule, and a deadlock or leak
+//!   failing the test with the blocked tasks named. With `seed = N` the
+//!   seed is fixed; without it, `GORO_SIM_SEED` or a random one, printed
+//!   when the test fails. `procs = N` sets the bubble's virtual Ps.
 
 use proc_macro::TokenStream;
 use quote::quote;
@@ -30,6 +35,10 @@ struct Args {
     /// instead of running it as the main task; for a body that is not
     /// `Send`.
     local: bool,
+    /// `sim`: run the body in a `goro::sim` bubble (tests only).
+    sim: bool,
+    /// `seed = N` (with `sim`): the bubble's seed.
+    seed: Option<Expr>,
 }
 
 fn parse_args(args: TokenStream, test: bool) -> Result<Args, syn::Error> {
@@ -39,6 +48,8 @@ fn parse_args(args: TokenStream, test: bool) -> Result<Args, syn::Error> {
         deadlock: None,
         panic: None,
         local: false,
+        sim: false,
+        seed: None,
     };
     for m in metas {
         match m {
@@ -63,10 +74,13 @@ fn parse_args(args: TokenStream, test: bool) -> Result<Args, syn::Error> {
                 }
             }
             Meta::Path(p) if p.is_ident("local") => out.local = true,
+            Meta::Path(p) if test && p.is_ident("sim") => out.sim = true,
+            Meta::NameValue(nv) if test && nv.path.is_ident("seed") => out.seed = Some(nv.value),
             other => {
                 let accepted = if test {
-                    "accepted `procs = <expr>`, `deadlock = <bool>` and `local` \
-                     (for example #[goro::test(procs = 4, deadlock = false)])"
+                    "accepted `procs = <expr>`, `deadlock = <bool>`, `local`, `sim` and \
+                     `seed = <u64>` (for example #[goro::test(procs = 4, deadlock = false)] \
+                     or #[goro::test(sim, seed = 7)])"
                 } else {
                     "accepted `procs = <expr>`, `deadlock = <bool>`, `panic = exit|continue` \
                      and `local` (for example #[goro::main(procs = 4, panic = exit)])"
@@ -78,6 +92,19 @@ fn parse_args(args: TokenStream, test: bool) -> Result<Args, syn::Error> {
             }
         }
     }
+    if out.seed.is_some() && !out.sim {
+        return Err(syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "`seed` goes with `sim`: accepted #[goro::test(sim, seed = <u64>)]",
+        ));
+    }
+    if out.sim && (out.deadlock.is_some() || out.local) {
+        return Err(syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "`sim` takes only `seed = <u64>` and `procs = <expr>`: a bubble always reports \
+             deadlocks, and runs its body on the test's thread already",
+        ));
+    }
     Ok(out)
 }
 
@@ -87,6 +114,8 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
         deadlock,
         panic,
         local,
+        sim,
+        seed,
     } = match parse_args(args, test) {
         Ok(a) => a,
         Err(e) => return e.to_compile_error().into(),
@@ -102,6 +131,9 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
     }
     f.sig.asyncness = None;
     let body = &f.block;
+    if sim {
+        return expand_sim(&f, procs, seed);
+    }
     let builder = match (procs, test) {
         (Some(p), _) => quote! { ::goro::Runtime::builder().procs(#p) },
         (None, true) => quote! { ::goro::Runtime::builder().procs(2) },
@@ -149,6 +181,34 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
         #vis #sig {
             let rt = #builder.build().expect("goro: failed to start the runtime");
             #run
+        }
+    }
+    .into()
+}
+
+/// `#[goro::test(sim)]`: the body is the root of a `goro::sim` bubble; an
+/// error (a deadlock, a leak, the step limit) fails the test with its
+/// report, which names the seed.
+fn expand_sim(f: &ItemFn, procs: Option<Expr>, seed: Option<Expr>) -> TokenStream {
+    let body = &f.block;
+    let mut builder = quote! { ::goro::sim::Builder::new() };
+    if let Some(s) = seed {
+        builder = quote! { #builder.seed(#s) };
+    }
+    if let Some(p) = procs {
+        builder = quote! { #builder.procs(#p) };
+    }
+    let attrs = &f.attrs;
+    let vis = &f.vis;
+    let sig = &f.sig;
+    quote! {
+        #[::core::prelude::v1::test]
+        #(#attrs)*
+        #vis #sig {
+            match #builder.run(async move #body) {
+                ::core::result::Result::Ok(v) => v,
+                ::core::result::Result::Err(e) => ::core::panic!("{}", e),
+            }
         }
     }
     .into()

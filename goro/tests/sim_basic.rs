@@ -314,3 +314,27 @@ fn a_bubble_inside_a_runtime_is_refused() {
         .unwrap_or("");
     assert!(msg.contains("plain thread"), "{msg}");
 }
+
+#[goro::test(sim)]
+async fn the_test_attribute_runs_a_bubble() {
+    let t0 = goro::time::now();
+    goro::time::sleep(Duration::from_secs(30)).await;
+    assert_eq!(goro::time::now() - t0, Duration::from_secs(30));
+}
+
+#[goro::test(sim, seed = 42, procs = 4)]
+async fn the_test_attribute_takes_a_seed_and_procs() {
+    let hs: Vec<_> = (0..4).map(|i| goro::spawn(async move { i * 2 })).collect();
+    let mut sum = 0;
+    for h in hs {
+        sum += h.await.unwrap();
+    }
+    assert_eq!(sum, 12);
+}
+
+#[goro::test(sim, seed = 1)]
+#[should_panic(expected = "deadlock")]
+async fn the_test_attribute_fails_a_deadlocked_test() {
+    let (_tx, rx) = goro::chan::bounded::<()>(0);
+    let _ = rx.recv().await;
+}
