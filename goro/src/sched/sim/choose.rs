@@ -161,6 +161,11 @@ impl Chooser {
         (e, p)
     }
 
+    /// 64 bits from the seed's generator.
+    pub(crate) fn random_u64(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
+
     pub(crate) fn hash(&self) -> u64 {
         self.hash
     }

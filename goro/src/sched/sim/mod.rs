@@ -52,7 +52,13 @@ pub(crate) struct Bubble {
     /// blocking-pool thread finishing), which the driver may be waiting for.
     outside: Condvar,
     procs: usize,
+    /// The bubble's simulated network, made by the net layer on first use
+    /// (`net/sim/`; the scheduler only keeps it for the bubble's life).
+    net: Mutex<Option<NetSlot>>,
 }
+
+/// What the bubble keeps of the net layer's simulated network.
+pub(crate) type NetSlot = Arc<dyn std::any::Any + Send + Sync>;
 
 /// One thing to poll: the root future (the driver holds it) or a task.
 pub(crate) enum Job {
@@ -107,6 +113,7 @@ impl Bubble {
             }),
             outside: Condvar::new(),
             procs,
+            net: Mutex::new(None),
         }
     }
 
@@ -217,6 +224,24 @@ impl Bubble {
         };
         drop(jobs);
         drop(waiters);
+    }
+
+    /// The bubble's simulated network, made by `init` on first use.
+    pub(crate) fn net(&self, init: impl FnOnce() -> NetSlot) -> NetSlot {
+        self.net.lock().unpoison().get_or_insert_with(init).clone()
+    }
+
+    /// Takes the network out at the bubble's end: its sockets hold wakers,
+    /// whose tasks hold the scheduler, which would hold the network.
+    pub(crate) fn take_net(&self) -> Option<NetSlot> {
+        self.net.lock().unpoison().take()
+    }
+
+    /// 64 bits from the bubble's seed, for a choice the layers above make
+    /// (which packet a lossy link drops). Deterministic when drawn on the
+    /// driving thread, as every task's code is.
+    pub(crate) fn random_u64(&self) -> u64 {
+        self.lock().chooser.random_u64()
     }
 
     /// The schedule's fingerprint so far, and the steps taken.

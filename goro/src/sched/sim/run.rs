@@ -217,6 +217,8 @@ fn fire_next_timers(sched: &Arc<Sched>, now: u64) -> Option<u64> {
 /// every timer dropped, and the blocking pool stopped.
 pub(crate) fn finish(sched: &Arc<Sched>) {
     let _enter = EnterGuard::enter(sched.clone());
-    bubble(sched).close();
+    let b = bubble(sched);
+    b.close();
     sched.shutdown();
+    drop(b.take_net());
 }
