@@ -71,6 +71,8 @@ use crate::sched::timer::clock;
 use crate::sched::timer::{Action, Callback, Fire, TimerInner};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::AtomicU8;
+use std::sync::atomic::Ordering::{AcqRel, Acquire};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -291,6 +293,75 @@ impl Context {
     /// The deadline, if any (the earliest along the path from the root).
     pub fn deadline(&self) -> Option<Instant> {
         self.inner.deadline
+    }
+
+    /// Calls `f` in a task of its own once the context is done, or soon if
+    /// it already is (Go's `context.AfterFunc`). [`AfterFunc::stop`] keeps
+    /// it from running; dropping the handle does not.
+    ///
+    /// ```
+    /// use goro::context::Context;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// let called = Arc::new(AtomicBool::new(false));
+    /// let seen = called.clone();
+    /// goro::sim::Builder::new().seed(1).run(async move {
+    ///     let (ctx, cancel) = Context::with_cancel(&Context::background());
+    ///     let _f = ctx.after_func(move || seen.store(true, Ordering::Relaxed));
+    ///     cancel.cancel();
+    /// }).unwrap(); // the bubble ends when the function's task has run
+    /// assert!(called.load(Ordering::Relaxed));
+    /// ```
+    ///
+    /// # Panics
+    /// Outside a goro runtime (it spawns a task).
+    #[track_caller]
+    pub fn after_func<F>(&self, f: F) -> AfterFunc
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let state = Arc::new(AtomicU8::new(AFTER_WAITING));
+        let mine = state.clone();
+        let ctx = self.clone();
+        let task = crate::spawn(async move {
+            let _ = ctx.done().recv().await;
+            // AcqRel: pairs with `stop`'s exchange; one of the two wins.
+            if mine
+                .compare_exchange(AFTER_WAITING, AFTER_RAN, AcqRel, Acquire)
+                .is_ok()
+            {
+                f();
+            }
+        });
+        AfterFunc { state, task }
+    }
+}
+
+// An `AfterFunc`'s state: its function waits for the context, has run
+// (or is running), or was stopped first.
+const AFTER_WAITING: u8 = 0;
+const AFTER_RAN: u8 = 1;
+const AFTER_STOPPED: u8 = 2;
+
+/// The handle of [`Context::after_func`]: Go's `stop` function.
+#[derive(Debug)]
+pub struct AfterFunc {
+    state: Arc<AtomicU8>,
+    task: crate::JoinHandle<()>,
+}
+
+impl AfterFunc {
+    /// Keeps the function from running; true if this call stopped it,
+    /// false if it had started (or was stopped before), as Go's `stop`.
+    pub fn stop(&self) -> bool {
+        let stopped = self
+            .state
+            .compare_exchange(AFTER_WAITING, AFTER_STOPPED, AcqRel, Acquire)
+            .is_ok();
+        if stopped {
+            self.task.abort();
+        }
+        stopped
     }
 }
 
