@@ -338,3 +338,20 @@ async fn the_test_attribute_fails_a_deadlocked_test() {
     let (_tx, rx) = goro::chan::bounded::<()>(0);
     let _ = rx.recv().await;
 }
+
+#[test]
+fn a_blocking_call_inside_a_bubble_is_refused() {
+    let e = std::panic::catch_unwind(|| {
+        Builder::new().seed(15).run(async {
+            let (_tx, rx) = goro::chan::bounded::<u8>(1);
+            rx.recv_blocking()
+        })
+    })
+    .unwrap_err();
+    let msg = e
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| e.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    assert!(msg.contains("inside a goro::sim bubble"), "{msg}");
+}

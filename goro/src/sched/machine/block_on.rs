@@ -22,6 +22,15 @@ pub(crate) fn block_on<F: Future>(fut: F) -> F::Output {
 /// behind). Under `cfg(loom)` a deadline passes as soon as `fut` is pending:
 /// loom has no clock.
 pub(crate) fn block_on_until<F: Future>(fut: F, deadline: Option<Instant>) -> Option<F::Output> {
+    // A bubble's one thread polls every task: parking it would park them
+    // all, and nothing could wake it.
+    #[cfg(not(loom))]
+    if crate::sched::context::sim_now() != 0 {
+        panic!(
+            "goro: a blocking call (a *_blocking method, block_on) inside a goro::sim bubble \
+             would stop every task of the bubble: await the async form instead"
+        );
+    }
     #[cfg(not(loom))]
     if crate::sched::machine::enter::on_worker_thread() {
         return crate::block_in_place(|| park_on(fut, deadline));
