@@ -47,12 +47,12 @@
 //!   needs its own cancel button is a plain [`spawn`](crate::spawn) with a
 //!   [`JoinHandle`]. `spawn` returns the member's [`TaskId`], the one the
 //!   dump shows.
-//! - Keeping the member's future inline in the wrapper: the wrapper would
-//!   need a hand-written pin projection (`unsafe`) to save one allocation
-//!   per member; the future is boxed instead. An `async` block around the
-//!   future would drop its guard when the future returns, before the task
-//!   leaves the task table, and `join_next` could return while an aborted
-//!   member still shows in the dump.
+//! - An `async` block around the member's future, with the report as a
+//!   guard: the block drops its guard when the future returns, before the
+//!   task leaves the task table, and `join_next` could return while an
+//!   aborted member still shows in the dump. The wrapper keeps the future
+//!   inline (a projection by `pin-project-lite`, as errgroup's member
+//!   task) and drops the report after it, with the task's own future.
 //! - Delivering completions through a goro channel: the channel would sit
 //!   above the scheduler (`chan` is a layer up) and a bounded one could
 //!   refuse a member's report; the ready list is a `VecDeque` under a lock
@@ -125,19 +125,22 @@ impl Shared {
     }
 }
 
-/// A member's future, and the report its drop makes.
-struct Member<F> {
-    /// Dropped first (fields drop in order): the report below comes after.
-    future: Pin<Box<F>>,
-    _report: Report,
+pin_project_lite::pin_project! {
+    /// A member's future, and the report its drop makes.
+    struct Member<F> {
+        // Dropped first (fields drop in order): the report below comes
+        // after. Inline: a member costs its task's one allocation.
+        #[pin]
+        future: F,
+        _report: Report,
+    }
 }
 
 impl<F: Future> Future for Member<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        // `Member` is Unpin: the future is pinned in its box.
-        self.get_mut().future.as_mut().poll(cx)
+        self.project().future.poll(cx)
     }
 }
 
@@ -213,7 +216,7 @@ impl<T> TaskGroup<T> {
         // inside one, so a failed spawn reports no member gone.
         let spawned = crate::sched::context::with_current(|sched, p| {
             let member = Member {
-                future: Box::pin(future),
+                future,
                 _report: Report {
                     shared: shared.clone(),
                     key,
