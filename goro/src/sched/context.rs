@@ -10,6 +10,15 @@
 //! concern: a spawn or a wake reads it once, and a reader finds every
 //! per-thread fact of the scheduler here.
 //!
+//! This file holds the storage and the fields of its own concern (the
+//! runtime, the P, the batch-wakes flag). Every other field belongs to the
+//! one module its comment names, which alone writes it and which keeps its
+//! protocol: `task/coop.rs` the budget, `task/meta.rs` the task polled
+//! and the id batch, `processor/sampling.rs` the wake count, `trace/` its
+//! three fields, `sim/run.rs` the virtual clock (read by
+//! `timer/clock.rs`). A setter per field here would only move each
+//! protocol away from the code it serves.
+//!
 //! # Holding a P
 //!
 //! A held P is a value, [`HeldP`] (`processor/idle.rs`), and the M keeps it in its
