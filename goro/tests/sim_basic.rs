@@ -355,3 +355,44 @@ fn a_blocking_call_inside_a_bubble_is_refused() {
         .unwrap_or("");
     assert!(msg.contains("inside a goro::sim bubble"), "{msg}");
 }
+
+#[test]
+fn groups_and_locks_work_in_a_bubble_and_name_their_waits() {
+    let r = Builder::new().seed(16).procs(4).run(async {
+        let g = goro::sync::ErrGroup::<String>::new();
+        g.set_limit(Some(2));
+        for i in 0..6u64 {
+            g.go(async move {
+                goro::time::sleep(Duration::from_secs(i)).await;
+                Ok(())
+            })
+            .await;
+        }
+        g.wait().await.unwrap();
+        let mut tg = goro::TaskGroup::new();
+        for i in 0..3u64 {
+            tg.spawn(async move { i });
+        }
+        let mut sum = 0;
+        while let Some(r) = tg.join_next().await {
+            sum += r.unwrap();
+        }
+        sum
+    });
+    assert_eq!(r.unwrap(), 3);
+
+    let err = Builder::new()
+        .seed(17)
+        .run(async {
+            let wg = std::sync::Arc::new(goro::sync::WaitGroup::new());
+            wg.add(2);
+            let w = wg.clone();
+            goro::spawn(async move { w.done() });
+            wg.wait().await; // one done() short: waits forever
+        })
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("root: blocked on waitgroup"),
+        "{err}"
+    );
+}
