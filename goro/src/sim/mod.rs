@@ -227,6 +227,44 @@ impl Builder {
     }
 }
 
+impl Builder {
+    /// Runs a bubble made by `make` once per seed of `seeds` (the rest of
+    /// the set-up from this builder) and stops at the first run that
+    /// fails: its seed and error, or `None` if every seed passed. A panic
+    /// in a run is resumed, with its seed printed.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    /// use std::sync::Arc;
+    /// // A check-then-act race: the task may look at the flag too early.
+    /// let found = goro::sim::Builder::new().procs(2).explore(0..100, || async {
+    ///     let ready = Arc::new(AtomicBool::new(false));
+    ///     let (tx, rx) = goro::chan::bounded::<()>(0);
+    ///     let (r, t) = (ready.clone(), tx.clone());
+    ///     goro::spawn(async move {
+    ///         if r.load(Relaxed) {
+    ///             t.send(()).await.unwrap();
+    ///         }
+    ///     });
+    ///     goro::yield_now().await;
+    ///     ready.store(true, Relaxed);
+    ///     rx.recv().await.unwrap(); // never sent in the orders that lose
+    ///     drop(tx);
+    /// });
+    /// let (seed, err) = found.expect("an order where the task looks first");
+    /// assert!(err.to_string().contains("root: blocked on chan receive"), "seed {seed}: {err}");
+    /// ```
+    pub fn explore<F: Future>(
+        self,
+        seeds: impl IntoIterator<Item = u64>,
+        mut make: impl FnMut() -> F,
+    ) -> Option<(u64, Error)> {
+        seeds
+            .into_iter()
+            .find_map(|seed| self.clone().seed(seed).run(make()).err().map(|e| (seed, e)))
+    }
+}
+
 /// `GORO_SIM_SEED` if set, else a fresh random seed.
 fn seed_from_env() -> u64 {
     match std::env::var("GORO_SIM_SEED") {
