@@ -23,7 +23,10 @@ fn goro_sim_seed_replays_a_run_and_refuses_a_bad_value() {
     let (a, ra) = Builder::new().procs(4).run_report(racy());
     let (b, rb) = Builder::new().seed(1234).procs(4).run_report(racy());
     assert_eq!(ra.seed(), 1234, "the seed comes from GORO_SIM_SEED");
-    assert_eq!((a.unwrap(), ra.schedule_hash()), (b.unwrap(), rb.schedule_hash()));
+    assert_eq!(
+        (a.unwrap(), ra.schedule_hash()),
+        (b.unwrap(), rb.schedule_hash())
+    );
     let (_, rc) = Builder::new().seed(99).run_report(async {});
     assert_eq!(rc.seed(), 99, "an explicit seed wins over the environment");
 

@@ -77,6 +77,9 @@ pub struct DeadlockReport {
     root_returned: bool,
     root_waits: Reason,
     tasks: Vec<TaskInfo>,
+    /// Each task's number in the bubble (1, 2, ... in spawn order), beside
+    /// `tasks`.
+    numbers: Vec<Option<u64>>,
     at: Duration,
 }
 
@@ -88,11 +91,17 @@ impl DeadlockReport {
         root_waits: Reason,
         at: Duration,
     ) -> DeadlockReport {
+        let tasks = Dump::take(sched).tasks().to_vec();
+        let numbers = tasks
+            .iter()
+            .map(|t| sched.sim().and_then(|b| b.number_of(t.id.as_u64())))
+            .collect();
         DeadlockReport {
             seed,
             root_returned,
             root_waits,
-            tasks: Dump::take(sched).tasks().to_vec(),
+            tasks,
+            numbers,
             at,
         }
     }
@@ -103,7 +112,9 @@ impl DeadlockReport {
         self.root_returned
     }
 
-    /// The blocked tasks, by id (the root is not among them).
+    /// The blocked tasks, by id (the root is not among them). The report
+    /// names each by its number in the bubble too: 1, 2, ... in spawn
+    /// order, the same in every run of the seed, where ids are not.
     pub fn tasks(&self) -> &[TaskInfo] {
         &self.tasks
     }
@@ -127,12 +138,16 @@ impl DeadlockReport {
 impl fmt::Display for DeadlockReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.tasks.len();
-        let tasks = if n == 1 { "task" } else { "tasks" };
+        let (tasks, are) = if n == 1 {
+            ("task", "is")
+        } else {
+            ("tasks", "are")
+        };
         let at = human(self.at);
         if self.root_returned {
             write!(
                 f,
-                "goro::sim: leak: the root returned and {n} {tasks} are blocked forever \
+                "goro::sim: leak: the root returned and {n} {tasks} {are} blocked forever \
                  (at {at} of virtual time"
             )?;
         } else {
@@ -147,8 +162,11 @@ impl fmt::Display for DeadlockReport {
         if !self.root_returned {
             writeln!(f, "  root: blocked on {}", self.root_waits)?;
         }
-        for t in &self.tasks {
-            write!(f, "  task {}", t.id)?;
+        for (t, number) in self.tasks.iter().zip(&self.numbers) {
+            match number {
+                Some(k) => write!(f, "  task {k} (id {})", t.id)?,
+                None => write!(f, "  task id {}", t.id)?,
+            }
             if let Some(name) = &t.name {
                 write!(f, " \"{name}\"")?;
             }

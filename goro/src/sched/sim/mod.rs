@@ -96,6 +96,9 @@ struct Queues {
     waiters: Vec<(Waker, Arc<AtomicBool>)>,
     /// The next task number.
     next_n: u64,
+    /// Each task's number, by task id (ids are process-wide: a report
+    /// names a task by the number that repeats run to run).
+    numbers: std::collections::HashMap<u64, u64>,
     /// The bubble is over: wakes drop their task (cancelling it).
     closed: bool,
 }
@@ -109,6 +112,7 @@ impl Bubble {
                 chooser: Chooser::new(seed, strategy),
                 waiters: Vec::new(),
                 next_n: 1,
+                numbers: std::collections::HashMap::new(),
                 closed: false,
             }),
             outside: Condvar::new(),
@@ -250,6 +254,11 @@ impl Bubble {
         (q.chooser.hash(), q.chooser.steps())
     }
 
+    /// The number of the task with id `id` in this bubble.
+    pub(crate) fn number_of(&self, id: u64) -> Option<u64> {
+        self.lock().numbers.get(&id).copied()
+    }
+
     fn take_number(&self) -> u64 {
         let mut q = self.lock();
         let n = q.next_n;
@@ -276,6 +285,7 @@ where
         bubble.wake(Job::Task(r), n, info.woken_while_running);
     };
     let (runnable, handle) = new_task_with(sched, future, spawn, schedule);
+    bubble.lock().numbers.insert(runnable.metadata().id.0, n);
     bubble.wake(Job::Task(runnable), n, false);
     handle
 }
