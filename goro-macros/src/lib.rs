@@ -10,6 +10,8 @@
 //!   with the task dump (`goro::Deadlock::Fail`, after a second of
 //!   everything parked) and a `main` prints the report and exits with
 //!   status 2, as Go does (`goro::Deadlock::Exit`, after half a second);
+//! * tests report a poll that runs 20 ms or more with its stack
+//!   (`Builder::stuck_poll`; `GORO_STUCK=off` turns it off);
 //! * `panic = exit` (`main` only): a task that panics with nobody joining
 //!   it ends the process with status 2, as in Go (`goro::UnjoinedPanic`);
 //!   `panic = continue` is the default;
@@ -160,6 +162,13 @@ fn expand(args: TokenStream, item: TokenStream, test: bool) -> TokenStream {
         Some(_) => quote! { #builder.unjoined_panic(::goro::UnjoinedPanic::Continue) },
         None => builder,
     };
+    // A test reports a poll stuck for 20 ms with its stack (GORO_STUCK
+    // overrides it).
+    let builder = if test {
+        quote! { #builder.stuck_poll(::core::option::Option::Some(::goro::runtime::DEFAULT_TEST_STUCK_POLL)) }
+    } else {
+        builder
+    };
     let attrs = &f.attrs;
     let vis = &f.vis;
     let sig = &f.sig;
@@ -231,7 +240,9 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// A likely deadlock (every task and the test's future parked on one
 /// another, nothing else to wake them, for a second) fails the test with
-/// the task dump instead of hanging; `deadlock = false` opts out.
+/// the task dump instead of hanging; `deadlock = false` opts out. A poll
+/// that runs 20 ms or more is reported on stderr with its stack
+/// (`Builder::stuck_poll`; `GORO_STUCK=off` turns it off).
 ///
 /// ```ignore
 /// #[goro::test]

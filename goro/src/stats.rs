@@ -111,6 +111,9 @@ counters! {
     find_cpu_ns,
     /// Times the monitor marked a P stuck in one poll.
     retakes,
+    /// Polls the monitor reported as stuck past `Builder::stuck_poll`'s
+    /// threshold (one per poll, with its stack on stderr).
+    stuck_polls,
     /// Changes of the number of Ps (`Runtime::set_procs`, or the monitor
     /// following the machine's CPU limit).
     procs_changes,

@@ -1,6 +1,6 @@
 //! [`Builder`]: a runtime's settings, from the caller and from the
 //! environment (`GORO_PROCS`, `GORO_POLICY`, `GORO_DEADLOCK`, `GORO_PANIC`,
-//! ...), checked and turned into a started [`Runtime`]. Every malformed
+//! `GORO_STUCK`, ...), checked and turned into a started [`Runtime`]. Every malformed
 //! value is an `InvalidInput` error that names it and the accepted form.
 
 use super::deadlock::{self, Deadlock, Detector};
@@ -10,6 +10,10 @@ use crate::sched::{Sched, MAX_PROCS};
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The smallest stuck-poll threshold: below it the monitor would wake
+/// more often than its own floor allows (`sched/machine/stuck.rs`).
+const MIN_STUCK: Duration = Duration::from_micros(100);
 
 /// Builds a [`Runtime`] with chosen settings.
 ///
@@ -33,7 +37,25 @@ pub struct Builder {
     deadlock_grace: Option<Duration>,
     unjoined_panic: Option<crate::UnjoinedPanic>,
     update_procs: Option<bool>,
+    stuck_poll: Option<Option<Duration>>,
+    stuck_sink: Option<StuckSink>,
 }
+
+/// Where stuck-poll reports go instead of stderr (tests).
+#[derive(Clone)]
+struct StuckSink(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for StuckSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StuckSink(..)")
+    }
+}
+
+/// The threshold `#[goro::test]` sets for [`Builder::stuck_poll`].
+pub const DEFAULT_TEST_STUCK_POLL: Duration = Duration::from_millis(20);
+
+/// The accepted forms of [`Builder::stuck_poll`] and `GORO_STUCK`.
+const STUCK_ACCEPTED: &str = "off, 0 (off) or a duration of 100us or more, as <n>ns, <n>us, <n>µs, <n>ms or <n>s (for example 20ms)";
 
 /// Default interval between pool cycles (Go cycles pools at every GC).
 pub const DEFAULT_POOL_CYCLE: Duration = Duration::from_secs(1);
@@ -148,6 +170,55 @@ impl Builder {
         self
     }
 
+    /// Reports a poll that runs longer than `threshold`: once per such
+    /// poll, the monitor prints to stderr a line naming the task (id,
+    /// name, spawn site), its P and how long it has run, then the native
+    /// stack of the thread running it, taken with a signal (`SIGURG`), so
+    /// that the frame that blocks (a `std::thread::sleep`, a
+    /// `std::sync::Mutex`, a long loop) is named:
+    ///
+    /// ```text
+    /// goro: stuck poll: task 17 "worker" spawned at src/main.rs:12:5, on P 1, running for 26ms
+    ///    0: clock_nanosleep at ...
+    ///    1: std::thread::sleep at .../std/src/thread/mod.rs:...
+    ///    2: my_crate::worker::{{closure}} at src/main.rs:14
+    /// ```
+    ///
+    /// Each report also counts in [`Stats::stuck_polls`](crate::Stats)
+    /// and shows in the execution trace. Default: `None` (off) for a
+    /// runtime built by hand; `#[goro::test]` sets 20 ms
+    /// ([`DEFAULT_TEST_STUCK_POLL`]). `GORO_STUCK` (`20ms`, `1s`, `500us`,
+    /// `off` or `0`) overrides this setting when set. Accepted: `None`,
+    /// or 100 µs or more; anything else makes `build` fail. The report
+    /// comes between 1 and 1.5 times the threshold into the poll (the
+    /// monitor looks four times per threshold while a P is busy), later
+    /// on a machine with more runnable threads than cores; the
+    /// design and its caveats are in `sched/machine/stuck.rs` and
+    /// `sched/machine/stack.rs`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = goro::Runtime::builder()
+    ///     .stuck_poll(Some(Duration::from_millis(50)))
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(rt);
+    /// assert!(goro::Runtime::builder().stuck_poll(Some(Duration::ZERO)).build().is_err());
+    /// ```
+    pub fn stuck_poll(mut self, threshold: Option<Duration>) -> Builder {
+        self.stuck_poll = Some(threshold);
+        self
+    }
+
+    /// Sends stuck-poll reports ([`Builder::stuck_poll`]) to `sink`
+    /// instead of stderr, each as one string (the first line and the
+    /// frames, newline-terminated). For tests; not a stable interface.
+    #[doc(hidden)]
+    pub fn stuck_poll_sink(mut self, sink: impl Fn(&str) + Send + Sync + 'static) -> Builder {
+        self.stuck_sink = Some(StuckSink(Arc::new(sink)));
+        self
+    }
+
     /// Counts the thread CPU time of find-runnable's slow path in
     /// `Stats::find_cpu_ns` (two `CLOCK_THREAD_CPUTIME_ID` reads per
     /// search, a few hundred ns; off by default, when no clock is read).
@@ -187,6 +258,19 @@ impl Builder {
             Err(_) => return Err(invalid("GORO_POLICY is not valid UTF-8".into())),
         };
         let schedtrace = schedtrace_from_env().map_err(invalid)?;
+        let stuck_poll = match stuck_from_env().map_err(invalid)? {
+            Some(v) => v,
+            None => {
+                let t = self.stuck_poll.flatten();
+                if let Some(d) = t.filter(|&d| d < MIN_STUCK) {
+                    return Err(invalid(format!(
+                        "goro: stuck_poll(Some({d:?})) is out of range: accepted None (off) or \
+                         Some(d) with d of 100us or more"
+                    )));
+                }
+                t
+            }
+        };
         let pool_cycle = self.pool_cycle.unwrap_or(DEFAULT_POOL_CYCLE);
         if pool_cycle.is_zero() {
             return Err(invalid(
@@ -241,7 +325,11 @@ impl Builder {
         let follow = update_procs && matches!(source, procs::ProcsSource::Machine(_));
         sched.set_follow_procs(follow);
         crate::sched::trace::from_env(&sched)?;
-        sched.start_monitor(Box::new(monitor::RuntimeHooks::new(detector.clone())))?;
+        sched.start_monitor(
+            Box::new(monitor::RuntimeHooks::new(detector.clone())),
+            stuck_poll,
+            self.stuck_sink.map(|s| s.0),
+        )?;
         Ok(Runtime {
             sched,
             deadlock: detector,
@@ -284,6 +372,22 @@ fn update_procs_from_env() -> Result<bool, String> {
             )),
         },
         None => Ok(true),
+    }
+}
+
+/// `GORO_STUCK`: `Some(threshold)` when set (`Some(None)`: off).
+fn stuck_from_env() -> Result<Option<Option<Duration>>, String> {
+    let Some(v) = env_var("GORO_STUCK", STUCK_ACCEPTED)? else {
+        return Ok(None);
+    };
+    match v.trim() {
+        "off" | "0" => Ok(Some(None)),
+        t => match super::policy::parse_duration(t) {
+            Some(d) if d >= MIN_STUCK => Ok(Some(Some(d))),
+            _ => Err(format!(
+                "GORO_STUCK='{v}' is invalid: accepted {STUCK_ACCEPTED}"
+            )),
+        },
     }
 }
 

@@ -10,7 +10,8 @@
 //! Start-up reads `GORO_PROCS` (when the builder sets no `procs`),
 //! `GORO_POLICY` (overrides on top of the builder's policy, so any binary can
 //! be A/B-tested without recompiling), `GORO_SCHEDTRACE`, `GORO_DEADLOCK`
-//! (`deadlock.rs`) and `GORO_DUMP_SIGNAL` (`signal.rs`). Every malformed
+//! (`deadlock.rs`), `GORO_STUCK` (the stuck-poll report,
+//! `sched/machine/stuck.rs`) and `GORO_DUMP_SIGNAL` (`signal.rs`). Every malformed
 //! value is an error naming the variable and the accepted form.
 //!
 //! Dropping a `Runtime` stops every worker thread, then drops every
@@ -46,7 +47,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 pub use crate::sched::MAX_PROCS;
-pub use builder::{Builder, DEFAULT_POOL_CYCLE};
+pub use builder::{Builder, DEFAULT_POOL_CYCLE, DEFAULT_TEST_STUCK_POLL};
 
 /// The number of live tasks of the runtime the caller runs in, the main
 /// task included (Go's `runtime.NumGoroutine()`); `None` outside a goro

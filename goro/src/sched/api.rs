@@ -10,15 +10,22 @@ use crate::stats::Counters;
 use std::sync::Arc;
 
 impl Sched {
-    /// Starts the monitor thread, which runs `hooks` for the layers above.
+    /// Starts the monitor thread, which runs `hooks` for the layers above
+    /// and reports polls longer than `stuck_poll` (to `stuck_sink`, else
+    /// stderr; `machine/stuck.rs`).
     pub(crate) fn start_monitor(
         self: &Arc<Self>,
         hooks: Box<dyn machine::sysmon::MonitorHooks>,
+        stuck_poll: Option<std::time::Duration>,
+        stuck_sink: Option<machine::stuck::Sink>,
     ) -> std::io::Result<()> {
         let s = self.clone();
         let t = std::thread::Builder::new()
             .name(format!("{}-monitor", self.thread_name))
-            .spawn(move || machine::sysmon::monitor_main(s, hooks))?;
+            .spawn(move || {
+                let stuck = machine::stuck::StuckWatch::new(stuck_poll, stuck_sink);
+                machine::sysmon::monitor_main(s, hooks, stuck)
+            })?;
         *self.monitor_thread.lock().unpoison() = Some(t);
         Ok(())
     }

@@ -57,6 +57,9 @@ where
         return f();
     };
     crate::sched::trace::block_in_place_begin(&sched, p);
+    // This poll stops being the P's: the stuck-poll report must not take
+    // the next owner's stack for it (stuck.rs).
+    sched.ps[p].poll_task.store(0, Ordering::Relaxed);
     // The held P leaves this thread's context: from here until the
     // reacquire, whatever `f` spawns or wakes goes to the global queue.
     let held = take_p().expect("goro: the P just read from the context");
@@ -69,7 +72,12 @@ where
             let p = self.0.acquire_idle_p();
             let id = p.as_ref().map(|p| p.id());
             if let Some(p) = p {
-                self.0.ps[p.id()].stuck.store(false, Ordering::Relaxed);
+                let proc = &self.0.ps[p.id()];
+                proc.stuck.store(false, Ordering::Relaxed);
+                proc.m_thread.store(
+                    crate::sched::machine::stack::this_thread(),
+                    Ordering::Relaxed,
+                );
                 set_p(p);
             }
             crate::sched::trace::block_in_place_end(&self.0, id);

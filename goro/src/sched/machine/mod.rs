@@ -23,6 +23,8 @@ pub(crate) mod enter;
 pub(crate) mod find;
 pub(crate) mod netpoll;
 pub(crate) mod park;
+pub(crate) mod stack;
+pub(crate) mod stuck;
 pub(crate) mod sysmon;
 
 use crate::loom::Ordering;
@@ -98,7 +100,14 @@ impl Machine {
         let id = p.id();
         set_p(p);
         crate::sched::trace::proc_start(&self.sched, id);
-        self.sched.ps[id].stuck.store(false, Ordering::Relaxed);
+        let p = &self.sched.ps[id];
+        p.stuck.store(false, Ordering::Relaxed);
+        // Relaxed: read by the monitor only after it has seen a poll of
+        // this M's run past the stuck threshold (machine/stuck.rs).
+        p.m_thread.store(
+            crate::sched::machine::stack::this_thread(),
+            Ordering::Relaxed,
+        );
     }
 
     /// Gives up the P (Go's `releasep`): the caller puts it on the idle list
@@ -205,6 +214,9 @@ impl Machine {
             .tasks_polled
             .store(polls.wrapping_add(1), Ordering::Relaxed);
         crate::sched::task::coop::set_budget(self.budget);
+        // Which task this P polls, for the stuck-poll report (stuck.rs):
+        // with `tasks_polled` above, it names this poll. Relaxed: a hint.
+        p.poll_task.store(meta.id.as_u64(), Ordering::Relaxed);
         task.run();
         if let Some(start) = start {
             // Into the P the poll started on, even if it was handed away.

@@ -13,6 +13,10 @@
 //! * **Network poll.** While some P is busy, the monitor polls the
 //!   network if nobody has for 10 ms (`net/poller.rs`), so sockets are
 //!   served even when every P runs tasks that never let it look.
+//! * **Stuck-poll report.** With `Builder::stuck_poll` (or `GORO_STUCK`),
+//!   a poll that runs past the threshold is reported once on stderr with
+//!   its task and the native stack of its thread (`stuck.rs`). While a P
+//!   is busy the monitor then sleeps at most a quarter of the threshold.
 //! * **Schedule trace.** With `GORO_SCHEDTRACE=<ms>`, one line per interval
 //!   on stderr in Go's `schedtrace` shape.
 //! * **Pool cycles** (seed 003, the GC's part in Go): every `pool_cycle`
@@ -28,6 +32,7 @@
 
 use crate::loom::Unpoison;
 use crate::loom::{AtomicBool, Condvar, Mutex, Ordering};
+use crate::sched::machine::stuck::StuckWatch;
 use crate::sched::processor::pool_hooks;
 use crate::sched::timer::clock::instant_after;
 use crate::sched::Sched;
@@ -103,8 +108,12 @@ pub(crate) trait MonitorHooks: Send {
     fn busy_round(&mut self, sched: &Sched);
 }
 
-/// The monitor thread's body.
-pub(crate) fn monitor_main(sched: Arc<Sched>, mut hooks: Box<dyn MonitorHooks>) {
+/// The monitor thread's body; `stuck` watches for stuck polls, if asked.
+pub(crate) fn monitor_main(
+    sched: Arc<Sched>,
+    mut hooks: Box<dyn MonitorHooks>,
+    mut stuck: Option<StuckWatch>,
+) {
     let mon = &sched.monitor;
     let mut delay = MIN_SLEEP;
     let mut last_trace = Instant::now();
@@ -158,6 +167,9 @@ pub(crate) fn monitor_main(sched: Arc<Sched>, mut hooks: Box<dyn MonitorHooks>) 
             }
             mon.idle_sleep.store(false, Ordering::SeqCst);
             delay = MIN_SLEEP;
+            if let Some(w) = &mut stuck {
+                w.forget();
+            }
             // Observations from before the sleep say nothing about the polls
             // running now: start every P's clock afresh.
             let now = sched.now();
@@ -171,6 +183,10 @@ pub(crate) fn monitor_main(sched: Arc<Sched>, mut hooks: Box<dyn MonitorHooks>) 
             let d = match wake_at {
                 Some(t) => delay.min(t.saturating_duration_since(Instant::now())),
                 None => delay,
+            };
+            let d = match &stuck {
+                Some(w) => d.min(w.max_sleep()),
+                None => d,
             };
             mon.sleep(Some(d));
         }
@@ -206,6 +222,9 @@ pub(crate) fn monitor_main(sched: Arc<Sched>, mut hooks: Box<dyn MonitorHooks>) 
             // wakeups (Go does the same): following the machine's CPU
             // limit, publishing metrics.
             hooks.busy_round(&sched);
+            if let Some(w) = &mut stuck {
+                w.check(&sched);
+            }
         }
         let retook = retake(&sched);
         delay = if retook {

@@ -39,6 +39,14 @@ pub(crate) struct Processor {
     /// runtime started). Written by the monitor only.
     pub(crate) mon_tick: AtomicU64,
     pub(crate) mon_when: AtomicU64,
+    /// The id of the task polled now, or last, on this P: stored by the
+    /// owner before each poll (`Machine::execute`), cleared when a poll
+    /// hands the P away (`block_in_place`). Read by the stuck-poll report
+    /// only (`machine/stuck.rs`), with `counters.tasks_polled`.
+    pub(crate) poll_task: AtomicU64,
+    /// The `pthread_t` of the M that holds this P, stored at each acquire:
+    /// the thread the stuck-poll report signals (`machine/stack.rs`).
+    pub(crate) m_thread: AtomicU64,
     pub(crate) counters: Counters,
     /// This P's timer heap (seed 001).
     pub(crate) timers: Arc<TimerQueue>,
@@ -58,6 +66,8 @@ impl Processor {
             stuck: AtomicBool::new(false),
             mon_tick: AtomicU64::new(0),
             mon_when: AtomicU64::new(0),
+            poll_task: AtomicU64::new(0),
+            m_thread: AtomicU64::new(0),
             counters: Counters::default(),
             timers: TimerQueue::new(sched),
             pool: pool_hooks::PoolSlot::new(),

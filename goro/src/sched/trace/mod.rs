@@ -10,7 +10,7 @@
 //! task) and destroyed; `block_in_place` begins and ends, and a blocking
 //! pool thread runs a `spawn_blocking` call; timers fire, the network
 //! poller readies tasks, the coop budget preempts a task, the monitor
-//! cycles pools. [`Runtime::trace_start`](crate::Runtime::trace_start)
+//! cycles pools and reports a stuck poll (`machine/stuck.rs`). [`Runtime::trace_start`](crate::Runtime::trace_start)
 //! streams this to a writer until `trace_stop`; `GORO_TRACE=path` does
 //! it for the life of each runtime; a [`FlightRecorder`] keeps only the
 //! last stretch of it, in bounded memory, and writes it on demand.
@@ -114,6 +114,7 @@ pub(crate) mod kind {
     pub(crate) const NETPOLL: u8 = 17;
     pub(crate) const POOL_CYCLE: u8 = 18;
     pub(crate) const PREEMPT: u8 = 19;
+    pub(crate) const STUCK: u8 = 20;
 }
 
 /// How a poll ended, after the wait reasons' own codes (`Reason as u8`).
@@ -497,6 +498,18 @@ pub(crate) fn netpoll(sched: &Sched, n: usize) {
 pub(crate) fn pool_cycle(sched: &Sched) {
     if sched.trace.on() {
         event(sched, kind::POOL_CYCLE, 0, 0);
+    }
+}
+
+/// The monitor reports task `id`'s poll on P `p` as stuck, running for
+/// `running` (`machine/stuck.rs`).
+#[inline]
+pub(crate) fn stuck_poll(sched: &Sched, id: u64, p: usize, running: std::time::Duration) {
+    if sched.trace.on() {
+        // P in the low 16 bits (`MAX_PROCS` < 2^13), ns above: 2^48 ns is
+        // 78 hours.
+        let b = (running.as_nanos() as u64) << 16 | p as u64;
+        event(sched, kind::STUCK, id, b);
     }
 }
 

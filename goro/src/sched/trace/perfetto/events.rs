@@ -247,6 +247,17 @@ impl Converter {
                 let tr = self.src_track(e);
                 self.instant(ts, tr, "pool cycle", &[], None);
             }
+            kind::STUCK => {
+                // From the monitor: on the task's own track, inside its
+                // "running on P" slice.
+                let tt = self.task_track(e.a);
+                let annots = [
+                    ("task", Annot::U(e.a)),
+                    ("p", Annot::U(e.b & 0xffff)),
+                    ("running_ns", Annot::U(e.b >> 16)),
+                ];
+                self.instant(ts, tt, "stuck poll", &annots, None);
+            }
             kind::PREEMPT => {
                 let tr = self.src_track(e);
                 self.instant(ts, tr, "preempted", &[("task", Annot::U(e.a))], None);

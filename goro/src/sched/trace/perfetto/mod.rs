@@ -10,7 +10,8 @@
 //! track per task, `task 17 "name"`: `running on P1`, `parked: chan
 //! receive`). Events (`TrackEvent`) are slice begins and ends, and instants
 //! (`spawn`, `wake`, `steal`, `timers`, `netpoll`, `preempted`,
-//! `destroyed`, `wake M`, `pool cycle`). A flow (`flow_ids` on the
+//! `destroyed`, `wake M`, `pool cycle`, and `stuck poll` on a task's
+//! track). A flow (`flow_ids` on the
 //! `spawn` or `wake` instant, `terminating_flow_ids` on the poll slice it
 //! led to) draws the arrow from a wake-up to the poll.
 //!
