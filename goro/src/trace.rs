@@ -11,9 +11,21 @@
 //! pool thread runs a `spawn_blocking` call; timers fire, the network
 //! poller readies tasks, the coop budget preempts a task, the monitor
 //! cycles pools. [`Runtime::trace_start`](crate::Runtime::trace_start)
-//! streams this to a writer until `trace_stop`; `GORO_TRACE=path` does
-//! it for the life of each runtime; a [`FlightRecorder`] keeps only the
-//! last stretch of it, in bounded memory, and writes it on demand.
+//! records this until `trace_stop` and writes it to a writer in
+//! Perfetto's format; `GORO_TRACE=path` does it for the life of each
+//! runtime; a [`FlightRecorder`] keeps only the last stretch of it, in
+//! bounded memory, and writes it on demand.
+//!
+//! # The raw form
+//!
+//! While a trace runs, events are kept in a compact binary form (a few
+//! bytes each) and converted to Perfetto's format only when the trace is
+//! read: at `trace_stop`, at a snapshot, or later. `GORO_TRACE_RAW=path`
+//! writes that form to `path` as the program runs (the cheapest way to
+//! trace: nothing is converted while it runs, and a program that dies
+//! leaves a file whose whole events still convert); the `goro-trace`
+//! binary (`cargo run --release -p goro --bin goro-trace -- in.raw
+//! out.pftrace`) and [`to_perfetto`] convert it.
 //!
 //! # What Perfetto shows
 //!
@@ -28,4 +40,4 @@
 //! (`sched/trace/`, whose header explains its design); this module is its
 //! public face.
 
-pub use crate::sched::trace::{FlightRecorder, DEFAULT_FLIGHT_BYTES};
+pub use crate::sched::trace::{to_perfetto, Converted, FlightRecorder, DEFAULT_FLIGHT_BYTES};

@@ -7,7 +7,8 @@
 //! without an arrow lists leaves. The block must name every module
 //! `lib.rs` declares, and the graph it draws must have no cycle.
 //!
-//! Then every `.rs` file under `goro/src` is read with its comments, doc
+//! Then every `.rs` file under `goro/src` (but the binaries of `src/bin/`,
+//! crates of their own) is read with its comments, doc
 //! comments and string literals blanked, and each path that reaches the
 //! crate root is followed to the top-level module it names: `crate::a::x`
 //! inline in code, `$crate::a` in macros, `use crate::{a, b::{c, d}}`
@@ -75,10 +76,16 @@ fn read(p: &Path) -> String {
     fs::read_to_string(p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
 }
 
+/// Every `.rs` file of the library under `dir`. `src/bin/` is left out:
+/// each file there is a binary, a crate of its own that reaches goro only
+/// through its public API (`goro::trace::...`), never through `crate::`.
 fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in fs::read_dir(dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display())) {
         let p = e.unwrap().path();
         if p.is_dir() {
+            if p == src().join("bin") {
+                continue;
+            }
             rs_files(&p, out);
         } else if p.extension().is_some_and(|x| x == "rs") {
             out.push(p);

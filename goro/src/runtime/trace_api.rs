@@ -23,7 +23,10 @@ impl Runtime {
     /// # std::fs::remove_file(file).unwrap();
     /// ```
     pub fn trace_start(&self, w: impl Write + Send + 'static) -> io::Result<()> {
-        crate::sched::trace::start_stream(&self.sched, Box::new(w))
+        crate::sched::trace::start_stream(
+            &self.sched,
+            crate::sched::trace::Sink::Perfetto(Box::new(w)),
+        )
     }
 
     /// Stops the trace that [`Runtime::trace_start`] began, writes what

@@ -4,21 +4,28 @@
 //!
 //! # Per-P chunks
 //!
-//! An event is a few words (`u64`) appended to the current chunk of the
-//! P the writing thread holds. Only the thread holding P n writes P n's
-//! chunk (the P-held rule that the run queue's single producer also rests
-//! on: a P changes hands only through the idle lock or a parker, which
-//! order the old owner's writes before the new owner's), so the append is
-//! plain stores followed by one Release store of the chunk's length, which
-//! on x86 is an ordinary `mov`. A reader (the streaming writer, a flight
-//! recorder snapshot) loads the length with Acquire and reads only the
-//! words below it, which the owner never touches again: no word is read
-//! while it is written.
+//! An event is a few bytes in the compact form (`compact/`), encoded
+//! straight into the current chunk of the P the writing thread holds.
+//! Only the thread holding P n writes P n's chunk (the P-held rule that
+//! the run queue's single producer also rests on: a P changes hands only
+//! through the idle lock or a parker, which order the old owner's writes
+//! before the new owner's), so the append is plain stores followed by one
+//! Release store of the chunk's length, which on x86 is an ordinary
+//! `mov`. A reader (the streaming writer, a flight recorder snapshot)
+//! loads the length with Acquire and reads only the bytes below it, which
+//! the owner never touches again: no byte is read while it is written.
+//!
+//! The encoder writes into the chunk's free space without checking each
+//! byte against the end: an event starts only where [`MAX_EVENT`] bytes
+//! are free, so a chunk wastes at most that much at its end (under 1%).
+//! Each chunk has its own encoder state (previous timestamp, task id,
+//! thread, strings), kept beside it in the writer and reset with it, so
+//! that a chunk decodes on its own.
 //!
 //! A full chunk is handed to [`Chunks::full`] and replaced by a new one,
 //! both under [`Chunks`]'s lock, so a reader that takes the lock sees each
 //! chunk exactly once, either as some P's current chunk or in the full
-//! list, never neither. That switch happens once per [`CHUNK_WORDS`] / 4
+//! list, never neither. That switch happens once per several thousand
 //! events, so the lock is off the per-event path.
 //!
 //! # Generations
@@ -31,82 +38,111 @@
 //! (an idle P has no owner to visit). Go's tracer (`trace2buf.go`,
 //! `trace2runtime.go`) switches generations the same way.
 
+use super::compact::{EncState, Event, MAX_EVENT};
 use crossbeam_utils::CachePadded;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Words per chunk: 64 KiB.
-pub(crate) const CHUNK_WORDS: usize = 8192;
-/// Bytes per chunk, for the flight recorder's bound.
-pub(crate) const CHUNK_BYTES: usize = CHUNK_WORDS * 8;
+/// Bytes per chunk: 64 KiB (also the flight recorder's unit).
+pub(crate) const CHUNK_BYTES: usize = 64 << 10;
 
 /// A block of events from one source (a P, or the no-P buffer).
 pub(crate) struct Chunk {
     /// The P whose events these are, or the runtime's `procs` for the
     /// no-P buffer.
     pub(crate) src: usize,
-    words: Box<[UnsafeCell<u64>]>,
-    /// Words written and published (module docs).
+    bytes: Box<[UnsafeCell<u8>]>,
+    /// Bytes written and published (module docs).
     len: AtomicUsize,
-    /// Words a streaming consumer has read (that consumer only).
+    /// Bytes a streaming consumer has read (that consumer only).
     pub(crate) read: AtomicUsize,
     /// The timestamp of the last event, for the flight recorder's window.
     pub(crate) last_ts: AtomicU64,
 }
 
-// SAFETY: the words below `len` are only read, and the words at or above
+// SAFETY: the bytes below `len` are only read, and the bytes at or above
 // it are written only by the chunk's one writer (module docs); `len` is
 // published with Release and read with Acquire.
 unsafe impl Sync for Chunk {}
-// SAFETY: as above; the cells hold plain integers.
+// SAFETY: as above; the cells hold plain bytes.
 unsafe impl Send for Chunk {}
 
 impl Chunk {
     pub(crate) fn new(src: usize) -> Arc<Chunk> {
         Arc::new(Chunk {
             src,
-            words: (0..CHUNK_WORDS).map(|_| UnsafeCell::new(0)).collect(),
+            bytes: (0..CHUNK_BYTES).map(|_| UnsafeCell::new(0)).collect(),
             len: AtomicUsize::new(0),
             read: AtomicUsize::new(0),
             last_ts: AtomicU64::new(0),
         })
     }
 
-    /// Appends `words` if they fit; the caller is the chunk's one writer.
+    /// The free space an event may be encoded into: [`MAX_EVENT`]
+    /// bytes at the published length, or `None` if fewer are left.
+    ///
+    /// # Safety
+    /// The caller is the chunk's one writer, and drops the slice before
+    /// it calls [`Chunk::commit`] or `space` again.
+    // A `&mut` from `&self`: the bytes are in `UnsafeCell`s, and the
+    // contract (one writer, one slice at a time) is what makes it unique.
+    #[allow(clippy::mut_from_ref)]
     #[inline]
-    fn push(&self, ts: u64, words: &[u64]) -> bool {
+    unsafe fn space(&self) -> Option<&mut [u8; MAX_EVENT]> {
         // Relaxed: we are the only writer of `len`.
         let n = self.len.load(Ordering::Relaxed);
-        if n + words.len() > CHUNK_WORDS {
-            return false;
+        if n + MAX_EVENT > CHUNK_BYTES {
+            return None;
         }
-        for (i, &w) in words.iter().enumerate() {
-            // SAFETY: index `n + i` is at or above the published length,
-            // which only this writer touches (module docs); in bounds by
-            // the check above.
-            unsafe { *self.words[n + i].get() = w };
-        }
-        self.last_ts.store(ts, Ordering::Relaxed);
-        // Release: the words above are visible to whoever Acquires `len`.
-        self.len.store(n + words.len(), Ordering::Release);
-        true
+        // SAFETY: the bytes from `n` on are touched only by this writer
+        // (module docs), and the contract makes this slice its only
+        // handle on them; `n + MAX_EVENT` is in bounds (checked above),
+        // and `UnsafeCell<u8>` has the layout of `u8`.
+        Some(unsafe {
+            &mut *UnsafeCell::raw_get(self.bytes.as_ptr().add(n)).cast::<[u8; MAX_EVENT]>()
+        })
     }
 
-    /// The published words from `from` on.
-    pub(crate) fn published(&self, from: usize) -> Vec<u64> {
-        // Acquire: pairs with the Release store in `push`.
-        let n = self.len.load(Ordering::Acquire);
-        (from.min(n)..n)
-            // SAFETY: below the published length: never written again.
-            .map(|i| unsafe { *self.words[i].get() })
-            .collect()
+    /// Publishes `n` more bytes, written through [`Chunk::space`], of
+    /// events up to `ts`.
+    #[inline]
+    fn commit(&self, n: usize, ts: u64) {
+        let len = self.len.load(Ordering::Relaxed);
+        self.last_ts.store(ts, Ordering::Relaxed);
+        // Release: the bytes written are visible to whoever Acquires `len`.
+        self.len.store(len + n, Ordering::Release);
     }
+
+    /// The published bytes from `from` on.
+    pub(crate) fn published(&self, from: usize) -> &[u8] {
+        // Acquire: pairs with the Release store in `commit`.
+        let n = self.len.load(Ordering::Acquire);
+        let from = from.min(n);
+        // SAFETY: the bytes below the published length are never written
+        // again while the chunk is shared (it is reset only through
+        // `Arc::get_mut`, in `switch`), and `from..n` is in bounds.
+        unsafe {
+            std::slice::from_raw_parts(
+                UnsafeCell::raw_get(self.bytes.as_ptr().add(from)).cast_const(),
+                n - from,
+            )
+        }
+    }
+}
+
+/// A source's writer state: the session its chunk belongs to, the chunk,
+/// and the encoder's running state for it.
+#[derive(Default)]
+pub(crate) struct WState {
+    gen: u64,
+    chunk: Option<Arc<Chunk>>,
+    enc: EncState,
 }
 
 /// The writer's side of one P's buffer: touched only by the P's owner.
 pub(crate) struct PWriter {
-    state: UnsafeCell<(u64, Option<Arc<Chunk>>)>,
+    state: UnsafeCell<WState>,
 }
 
 // SAFETY: `state` is only reached through `PWriter::with`, whose contract
@@ -116,13 +152,13 @@ unsafe impl Sync for PWriter {}
 impl PWriter {
     fn new() -> PWriter {
         PWriter {
-            state: UnsafeCell::new((0, None)),
+            state: UnsafeCell::new(WState::default()),
         }
     }
 
     /// # Safety
     /// The caller holds the P this writer belongs to.
-    unsafe fn with<R>(&self, f: impl FnOnce(&mut (u64, Option<Arc<Chunk>>)) -> R) -> R {
+    unsafe fn with<R>(&self, f: impl FnOnce(&mut WState) -> R) -> R {
         // SAFETY: the contract makes us the only thread in here.
         f(unsafe { &mut *self.state.get() })
     }
@@ -164,7 +200,7 @@ pub(crate) struct Chunks {
     procs: usize,
     writers: Box<[CachePadded<PWriter>]>,
     /// The no-P buffer: its writer state, under a lock.
-    shared: Mutex<(u64, Option<Arc<Chunk>>)>,
+    shared: Mutex<WState>,
     pub(crate) lists: Mutex<ChunkLists>,
 }
 
@@ -186,7 +222,7 @@ impl Chunks {
             writers: (0..procs)
                 .map(|_| CachePadded::new(PWriter::new()))
                 .collect(),
-            shared: Mutex::new((0, None)),
+            shared: Mutex::new(WState::default()),
             lists: Mutex::new(ChunkLists::default()),
         }
     }
@@ -202,64 +238,75 @@ impl Chunks {
         };
     }
 
-    /// Appends an event to P `p`'s chunk.
+    /// Appends an event to P `p`'s chunk, read at `ticks`.
     ///
     /// # Safety
     /// The calling thread holds P `p`.
     #[inline]
-    pub(crate) unsafe fn push_p(&self, p: usize, gen: u64, words: &[u64], on_full: &dyn OnFull) {
+    pub(crate) unsafe fn push_p(
+        &self,
+        p: usize,
+        gen: u64,
+        ticks: u64,
+        ev: &Event<'_>,
+        on_full: &dyn OnFull,
+    ) {
         // SAFETY: the caller holds P `p` (contract).
         unsafe {
-            self.writers[p].with(|st| self.push(p, st, gen, words, on_full));
+            self.writers[p].with(|st| self.push(p, st, gen, ticks, ev, on_full));
         }
     }
 
-    /// Appends an event to the no-P buffer; its timestamp (`words[0]`)
-    /// is read here, under the lock, so this buffer's events are in time
-    /// order like a P's.
-    pub(crate) fn push_shared(&self, gen: u64, words: &mut [u64], on_full: &dyn OnFull) {
+    /// Appends an event to the no-P buffer; its timestamp is read here,
+    /// under the lock, so this buffer's events are in time order like a
+    /// P's.
+    pub(crate) fn push_shared(&self, gen: u64, ev: &Event<'_>, on_full: &dyn OnFull) {
         let mut st = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-        words[0] = super::clock::ticks();
-        self.push(self.procs, &mut st, gen, words, on_full);
+        let ticks = super::clock::ticks();
+        self.push(self.procs, &mut st, gen, ticks, ev, on_full);
     }
 
     #[inline]
     fn push(
         &self,
         src: usize,
-        st: &mut (u64, Option<Arc<Chunk>>),
+        st: &mut WState,
         gen: u64,
-        words: &[u64],
+        ticks: u64,
+        ev: &Event<'_>,
         on_full: &dyn OnFull,
     ) {
-        if st.0 == gen {
-            if let Some(c) = &st.1 {
-                if c.push(words[0], words) {
+        if st.gen == gen {
+            if let Some(c) = &st.chunk {
+                // SAFETY: `st` is this source's writer state, so we are
+                // the chunk's one writer; the slice dies before `commit`.
+                if let Some(space) = unsafe { c.space() } {
+                    let n = st.enc.encode(ticks, ev, space);
+                    c.commit(n, ticks);
                     return;
                 }
             }
         }
         self.switch(src, st, gen, on_full);
-        if let Some(c) = &st.1 {
-            let _ = c.push(words[0], words);
+        if let Some(c) = &st.chunk {
+            // SAFETY: as above; a fresh chunk has room for one event.
+            if let Some(space) = unsafe { c.space() } {
+                let n = st.enc.encode(ticks, ev, space);
+                c.commit(n, ticks);
+            }
         }
     }
 
     /// Gives the writer of `src` a fresh chunk, filing the old one.
     #[cold]
-    fn switch(
-        &self,
-        src: usize,
-        st: &mut (u64, Option<Arc<Chunk>>),
-        gen: u64,
-        on_full: &dyn OnFull,
-    ) {
+    fn switch(&self, src: usize, st: &mut WState, gen: u64, on_full: &dyn OnFull) {
+        st.enc.reset();
         let mut l = self.lists.lock().unwrap_or_else(|e| e.into_inner());
         if l.gen != gen || l.current.len() <= src {
             // A writer that read the flag of a session now over: drop
             // the event rather than file it into the next session.
-            st.0 = gen;
-            st.1 = None;
+            st.gen = gen;
+            st.chunk = None;
             return;
         }
         let fresh = match l.spare.pop() {
@@ -277,15 +324,15 @@ impl Chunks {
             },
             None => Chunk::new(src),
         };
-        let old = st.1.replace(fresh.clone());
-        if st.0 == gen {
+        let old = st.chunk.replace(fresh.clone());
+        if st.gen == gen {
             if let Some(old) = old {
                 l.full_bytes += CHUNK_BYTES;
                 l.full.push_back(old);
                 on_full.full(&mut l);
             }
         }
-        st.0 = gen;
+        st.gen = gen;
         l.current[src] = Some(fresh);
     }
 }

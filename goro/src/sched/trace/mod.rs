@@ -1,5 +1,6 @@
 //! The execution tracer's recorder: what every P, M and task did, and
-//! when, in Perfetto's own format (the public face is `crate::trace`).
+//! when, recorded in a compact binary form and written in Perfetto's own
+//! format when read (the public face is `crate::trace`).
 //!
 //! # What is recorded
 //!
@@ -10,10 +11,13 @@
 //! task) and destroyed; `block_in_place` begins and ends, and a blocking
 //! pool thread runs a `spawn_blocking` call; timers fire, the network
 //! poller readies tasks, the coop budget preempts a task, the monitor
-//! cycles pools and reports a stuck poll (`machine/stuck.rs`). [`Runtime::trace_start`](crate::Runtime::trace_start)
-//! streams this to a writer until `trace_stop`; `GORO_TRACE=path` does
-//! it for the life of each runtime; a [`FlightRecorder`] keeps only the
-//! last stretch of it, in bounded memory, and writes it on demand.
+//! cycles pools and reports a stuck poll (`machine/stuck.rs`).
+//! [`Runtime::trace_start`](crate::Runtime::trace_start) records this
+//! until `trace_stop` and writes it to a writer in Perfetto's format; `GORO_TRACE=path` does it for the life of each
+//! runtime; `GORO_TRACE_RAW=path` writes the compact form as it is
+//! recorded, for `goro-trace` (or [`to_perfetto`]) to convert later; a
+//! [`FlightRecorder`] keeps only the last stretch of it, in bounded
+//! memory, and converts it on demand.
 //!
 //! # Why this shape
 //!
@@ -27,11 +31,17 @@
 //!   caller, a parked M, a blocking-pool thread, the monitor) go to one
 //!   buffer under a mutex; they are rare by construction, as for the
 //!   counters (`stats.rs`).
-//! * **Raw now, formatted later.** An event is four words (timestamp,
-//!   kind and thread, two arguments) and a clock read (`clock.rs`); the
-//!   protobuf is written away from the scheduler, by the streaming
-//!   writer thread or by the snapshot's caller (`perfetto/`). A poll
-//!   pays for a few stores, not for an encoder.
+//! * **Compact now, Perfetto later.** An event is a kind byte and a few
+//!   varints (`compact/`): the time since the chunk's previous event in
+//!   units of 16 clock ticks, the thread only when it changed, task ids
+//!   as deltas from the previous one, spawn sites and names as indices
+//!   into strings the chunk defines once. A ring's hop (a wake, a poll
+//!   end, a poll start) is 11 bytes. Nothing is converted while the
+//!   program runs: the streaming writer thread copies the chunks' bytes
+//!   to the file (`GORO_TRACE_RAW`) or to a spill that is converted to
+//!   Perfetto's format when the session stops (`trace_start`,
+//!   `GORO_TRACE`), as `go tool trace` converts Go's binary trace after
+//!   the fact. A poll pays for a clock read and a few stores.
 //! * **Generations.** Starting or stopping a session bumps a generation
 //!   number; a P's owner sees it on its next event and takes a fresh
 //!   buffer. Nobody has to stop the world or visit each P (an idle P has
@@ -42,16 +52,39 @@
 //!   a process-wide count of sessions (`ANY_ON`). No clock is read and
 //!   nothing is written while tracing is off.
 //!
-//! Streaming merges the buffers in time order: each round, the writer
-//! thread reads the clock, steps back a lag (20 ms) to get the
-//! *watermark*, then takes what each buffer has published, writes the
-//! events older than the watermark in time order and keeps the rest for
-//! the next round. An event's timestamp is read by the thread that then
-//! appends it, so an event older than the watermark is missing from the
-//! round only if its thread was preempted for longer than the lag
-//! between the two; such a straggler is written at the time of the last
-//! event written (the packets never go back in time, and slices stay
-//! well nested).
+//! What was rejected:
+//!
+//! * **Perfetto packets while running** (the first version): the writer
+//!   thread turned each hop into seven packets, ~350 bytes, on the cores
+//!   the program was using; with four-word raw events (96 bytes a hop)
+//!   the trace cost 4.4-5.2x CPU per op on the hand-off rows
+//!   (`BENCH_RESULTS.md`, "Trace overhead").
+//! * **Interning across the session** (one table of names and sites for
+//!   the whole trace, as Go's string table per generation): it needs a
+//!   shared table on the spawn path, and a flight recorder that drops old
+//!   chunks would drop definitions the chunks left still use. Per-chunk
+//!   interning costs one definition per site per 64 KiB.
+//! * **One clock read per poll instead of per event** (a wake inside a
+//!   poll taking the poll's start time): not built. Go reads its clock
+//!   per event too; with the writer thread's packets gone, a hop's three
+//!   TSC reads are most of what is left, but the trace is within 2.5x of
+//!   untraced on the hand-off rows with them (`BENCH_RESULTS.md`), and
+//!   sharing a read would put wakes at the wrong time on the timeline.
+//! * **Nanoseconds in the file**: a `clock_gettime` costs ~60 ns here,
+//!   the TSC 17-30 ns; ticks become nanoseconds when converted, through
+//!   two stamps in the file (`clock.rs`).
+//!
+//! Converting merges the sources in time order, round by round: each
+//! round, the writer thread reads the clock, steps back a lag (20 ms) to
+//! get the round's *mark*, copies what each buffer has published and
+//! writes the mark after it; the converter sorts what it has and
+//! converts the events older than the mark, keeping the rest for the
+//! next round (`compact/convert.rs`). An event's timestamp is read by
+//! the thread that then appends it, so an event older than the mark is
+//! missing from the round only if its thread was preempted for longer
+//! than the lag between the two; such a straggler is written at the time
+//! of the last event written (the packets never go back in time, and
+//! slices stay well nested).
 //!
 //! # The flight recorder
 //!
@@ -62,7 +95,9 @@
 //! the window. Buffers of one P fill in order, so what is left of each
 //! source is an unbroken stretch that ends now: within the window no
 //! event is missing as long as the window's events fit in `max_bytes`
-//! (when they do not, the byte bound wins, as in Go). Memory is at most
+//! (when they do not, the byte bound wins, as in Go). The chunks hold
+//! compact events, about 5 bytes each, so 64 MiB keeps some 13 million
+//! events (the four-word form kept 2.8 million). Memory is at most
 //! `max_bytes` plus one 64 KiB buffer per P and one for events without a
 //! P ([`FlightRecorder::buffered_bytes`]).
 //!
@@ -77,12 +112,38 @@
 
 mod buf;
 pub(crate) mod clock;
+mod compact;
+mod env;
+mod flight;
 mod perfetto;
 mod proto;
 mod session;
 
-pub(crate) use session::{flight_start, from_env, runtime_dropped, start_stream, stop_stream};
-pub use session::{FlightRecorder, DEFAULT_FLIGHT_BYTES};
+pub use compact::Converted;
+pub(crate) use env::{from_env, runtime_dropped};
+pub(crate) use flight::flight_start;
+pub use flight::{FlightRecorder, DEFAULT_FLIGHT_BYTES};
+pub(crate) use session::{start_stream, stop_stream, Sink};
+
+/// Reads a raw trace (the file `GORO_TRACE_RAW` writes) from `raw` and
+/// writes it to `out` in Perfetto's format, as the `goro-trace` binary
+/// does. A file cut off in the middle (its program died) converts as far
+/// as its events are whole, and says so in [`Converted::cut_off`]; input
+/// that is not a raw trace of this version is an `InvalidData` error
+/// saying what is wrong and what is accepted.
+///
+/// ```
+/// let r = goro::trace::to_perfetto(&b"not a trace"[..], Vec::new());
+/// let e = r.unwrap_err();
+/// assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+/// assert!(e.to_string().contains("GORO_TRACE_RAW"));
+/// ```
+pub fn to_perfetto(
+    raw: impl std::io::Read,
+    out: impl std::io::Write,
+) -> std::io::Result<Converted> {
+    compact::to_perfetto(raw, out)
+}
 
 use crate::sched::context::{current_p, CTX};
 use crate::sched::task::meta::{Reason, TaskId, TaskMeta};
@@ -135,7 +196,7 @@ pub(crate) struct Trace {
     /// Wakes the streaming writer early when buffers pile up.
     kick: session::Kick,
     /// The `GORO_TRACE` session's file, stopped when the runtime drops.
-    env: std::sync::Mutex<Option<session::EnvTrace>>,
+    env: std::sync::Mutex<Option<env::EnvTrace>>,
 }
 
 impl Trace {
@@ -220,35 +281,40 @@ fn tid() -> u64 {
 }
 
 /// Records one event of `sched` from the current thread: into the P it
-/// holds, else into the no-P buffer. `extra` follows the four words.
+/// holds, else into the no-P buffer.
 #[inline(never)]
-fn emit(sched: &Sched, p: Option<usize>, k: u8, a: u64, b: u64, extra: &[u64]) {
+fn emit(
+    sched: &Sched,
+    p: Option<usize>,
+    k: u8,
+    a: u64,
+    b: u64,
+    create: Option<&compact::Create<'_>>,
+) {
     let t = &sched.trace;
     let gen = t.gen.load(Ordering::Relaxed);
-    let mut w = [0u64; 16];
-    let n = 4 + extra.len().min(12);
-    w[1] = u64::from(k) | ((n as u64 - 4) << 8) | (tid() << 16);
-    w[2] = a;
-    w[3] = b;
-    w[4..n].copy_from_slice(&extra[..n - 4]);
+    let ev = compact::Event {
+        kind: k,
+        tid: tid(),
+        a,
+        b,
+        create,
+    };
     // A P added by `set_procs` after the runtime started has no buffer of
     // its own (they are made for the starting procs): its events go to the
     // no-P buffer, and show on its thread's track.
     match p.filter(|&p| p < t.buf.procs()) {
-        Some(p) => {
-            w[0] = clock::ticks();
-            // SAFETY: `p` is the P this thread holds (`current_p`, or the
-            // caller's own P).
-            unsafe { t.buf.push_p(p, gen, &w[..n], t) }
-        }
-        None => t.buf.push_shared(gen, &mut w[..n], t),
+        // SAFETY: `p` is the P this thread holds (`current_p`, or the
+        // caller's own P).
+        Some(p) => unsafe { t.buf.push_p(p, gen, clock::ticks(), &ev, t) },
+        None => t.buf.push_shared(gen, &ev, t),
     }
 }
 
 /// An event of `sched` from the current thread, wherever it runs.
 #[inline]
 fn event(sched: &Sched, k: u8, a: u64, b: u64) {
-    emit(sched, current_p(sched), k, a, b, &[]);
+    emit(sched, current_p(sched), k, a, b, None);
 }
 
 /// The runtime the current thread works for (an M, a `block_on` caller,
@@ -284,26 +350,19 @@ pub(crate) fn create(sched: &Sched, meta: &TaskMeta, blocking: bool) {
 
 #[cold]
 fn create_slow(sched: &Sched, meta: &TaskMeta, blocking: bool) {
-    let mut extra = [0u64; 12];
-    extra[0] = meta.location as *const _ as u64;
-    let name = meta.name().unwrap_or("").as_bytes();
-    let name = &name[..name.len().min(80)];
-    for (i, ch) in name.chunks(8).enumerate() {
-        let mut w = [0u8; 8];
-        w[..ch.len()].copy_from_slice(ch);
-        extra[1 + i] = u64::from_le_bytes(w);
-    }
-    let flags = u64::from(blocking) | (name.len() as u64) << 1;
-    let words = 1 + name.len().div_ceil(8);
-    // The flags ride in the parent word's top byte (ids stay below 2^56).
-    let parent = meta.parent().map_or(0, |p| p.0) | flags << 56;
+    let c = compact::Create {
+        parent: meta.parent().map_or(0, |p| p.0),
+        blocking,
+        site: meta.location,
+        name: meta.name(),
+    };
     emit(
         sched,
         current_p(sched),
         kind::CREATE,
         meta.id.0,
-        parent,
-        &extra[..words],
+        0,
+        Some(&c),
     );
 }
 
@@ -319,7 +378,7 @@ pub(crate) fn poll_start(id: TaskId) {
 fn poll_start_slow(id: TaskId) {
     let _ = CTX.try_with(|c| c.trace_note.set(0));
     if let Some((s, p)) = traced_here() {
-        emit(s, p, kind::POLL_START, id.0, 0, &[]);
+        emit(s, p, kind::POLL_START, id.0, 0, None);
     }
 }
 
@@ -344,7 +403,7 @@ pub(crate) fn poll_finished(id: TaskId) {
 #[cold]
 fn poll_end_slow(id: TaskId, out: u64) {
     if let Some((s, p)) = traced_here() {
-        emit(s, p, kind::POLL_END, id.0, out, &[]);
+        emit(s, p, kind::POLL_END, id.0, out, None);
     }
 }
 
@@ -363,7 +422,7 @@ pub(crate) fn preempted() {
         let _ = CTX.try_with(|c| c.trace_note.set(OUT_PREEMPTED));
         if let Some((s, p)) = traced_here() {
             let id = crate::sched::task::meta::current_task().map_or(0, |t| t.0);
-            emit(s, p, kind::PREEMPT, id, 0, &[]);
+            emit(s, p, kind::PREEMPT, id, 0, None);
         }
     }
 }
@@ -373,7 +432,7 @@ pub(crate) fn preempted() {
 pub(crate) fn destroy(meta: &TaskMeta) {
     if ANY_ON.load(Ordering::Relaxed) != 0 {
         if let Some((s, p)) = traced_here() {
-            emit(s, p, kind::DESTROY, meta.id.0, 0, &[]);
+            emit(s, p, kind::DESTROY, meta.id.0, 0, None);
         }
     }
 }
@@ -392,7 +451,7 @@ pub(crate) fn unblock(sched: &Sched, meta: &TaskMeta) {
 #[inline]
 pub(crate) fn proc_start(sched: &Sched, p: usize) {
     if sched.trace.on() {
-        emit(sched, Some(p), kind::PROC_START, p as u64, 0, &[]);
+        emit(sched, Some(p), kind::PROC_START, p as u64, 0, None);
     }
 }
 
@@ -401,7 +460,7 @@ pub(crate) fn proc_start(sched: &Sched, p: usize) {
 pub(crate) fn proc_stop(sched: &Sched) {
     if sched.trace.on() {
         if let Some(p) = current_p(sched) {
-            emit(sched, Some(p), kind::PROC_STOP, p as u64, 0, &[]);
+            emit(sched, Some(p), kind::PROC_STOP, p as u64, 0, None);
         }
     }
 }
@@ -458,7 +517,7 @@ pub(crate) fn m_wake(sched: &Sched, p: usize) {
 #[inline]
 pub(crate) fn block_in_place_begin(sched: &Sched, p: usize) {
     if sched.trace.on() {
-        emit(sched, Some(p), kind::BIP_BEGIN, p as u64, 0, &[]);
+        emit(sched, Some(p), kind::BIP_BEGIN, p as u64, 0, None);
     }
 }
 
@@ -472,7 +531,7 @@ pub(crate) fn block_in_place_end(sched: &Sched, p: Option<usize>) {
             kind::BIP_END,
             p.map_or(0, |p| p as u64 + 1),
             0,
-            &[],
+            None,
         );
     }
 }

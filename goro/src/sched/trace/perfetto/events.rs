@@ -73,8 +73,14 @@ impl Converter {
     pub(super) fn one(&mut self, e: &Ev, ts: u64) {
         let on_p = (e.src < self.procs).then_some(e.src);
         match e.kind {
-            kind::PROC_START => self.take_p(ts, e.a as usize % self.ps, e.tid),
-            kind::PROC_STOP => self.drop_p(ts, e.a as usize % self.ps, e.tid),
+            kind::PROC_START => {
+                let p = self.p_index(e.a);
+                self.take_p(ts, p, e.tid);
+            }
+            kind::PROC_STOP => {
+                let p = self.p_index(e.a);
+                self.drop_p(ts, p, e.tid);
+            }
             kind::SPIN_START => {
                 let m = self.m_track(e.tid);
                 let t = self.threads.entry(e.tid).or_default();
@@ -92,7 +98,8 @@ impl Converter {
             }
             kind::STEAL => {
                 let tr = self.src_track(e);
-                let name = self.steal_from[e.a as usize % self.ps].clone();
+                let victim = self.p_index(e.a);
+                let name = self.steal_from[victim].clone();
                 let annots = [("victim", Annot::U(e.a)), ("n", Annot::U(e.b))];
                 self.instant(ts, tr, &name, &annots, None);
             }
@@ -125,14 +132,7 @@ impl Converter {
                 t.label = Some(label);
                 t.flow = Some(flow);
                 self.task_track(id);
-                let location = if e.loc != 0 {
-                    // SAFETY: the word is a `&'static Location` that
-                    // `create_slow` stored; statics live forever.
-                    let loc = unsafe { &*(e.loc as *const std::panic::Location<'static>) };
-                    format!("{}:{}", loc.file(), loc.line())
-                } else {
-                    String::new()
-                };
+                let location = e.site.clone().unwrap_or_else(|| "".into());
                 let annots = [
                     ("task", Annot::U(id)),
                     ("parent", Annot::U(parent)),
@@ -209,7 +209,7 @@ impl Converter {
                 self.tasks.remove(&id);
             }
             kind::BIP_BEGIN => {
-                let p = e.a as usize % self.ps;
+                let p = self.p_index(e.a);
                 self.drop_p(ts, p, e.tid);
                 let m = self.m_track(e.tid);
                 self.threads.entry(e.tid).or_default().bip = true;
@@ -232,7 +232,10 @@ impl Converter {
                             self.threads.entry(e.tid).or_default().poll = Some((id, Some(m)));
                         }
                     }
-                    p1 => self.take_p(ts, (p1 - 1) as usize % self.ps, e.tid),
+                    p1 => {
+                        let p = self.p_index(p1 - 1);
+                        self.take_p(ts, p, e.tid);
+                    }
                 }
             }
             kind::TIMERS => {

@@ -1,4 +1,4 @@
-//! Raw events to Perfetto's trace format (a stream of `TracePacket`s,
+//! Decoded events to Perfetto's trace format (a stream of `TracePacket`s,
 //! `protos/perfetto/trace/trace_packet.proto`), which ui.perfetto.dev
 //! opens as it is.
 //!
@@ -24,18 +24,15 @@
 //!
 //! # Where things are
 //!
-//! - `decode.rs`: raw trace words back into events.
 //! - `events.rs`: what each event does to the tracks (the converter's
 //!   state machine).
 //! - `tracks.rs`: the track tree, and the packets that declare and fill it.
 
-mod decode;
 mod events;
 mod tracks;
 
-pub(crate) use decode::{parse, Ev};
-
 use super::clock::ToNs;
+use super::compact::Ev;
 use super::proto::Buf;
 use super::{OUT_FINISHED, OUT_PREEMPTED, OUT_YIELD};
 use crate::sched::task::meta::Reason;
@@ -92,8 +89,14 @@ struct Task {
 pub(crate) struct Converter {
     /// Ps with a buffer of their own (`e.src` below it is a P).
     procs: usize,
-    /// Ps the runtime has made (P ids in events are below it).
+    /// Ps known so far: the per-P tables grow as P ids show up (a
+    /// runtime grown by `set_procs` has more Ps than buffers).
     ps: usize,
+    /// The process id and name, for the process track.
+    pid: u64,
+    process: String,
+    /// Thread names by trace thread number, from the raw trace.
+    thread_names: Map<u64, String>,
     started: bool,
     declared: Set<u64>,
     depth: Map<u64, u32>,
@@ -113,13 +116,15 @@ pub(crate) struct Converter {
 }
 
 impl Converter {
-    /// `procs`: Ps with a buffer; `ps`: every P made so far (at least
-    /// `procs`; more after `set_procs` grew the runtime).
-    pub(crate) fn new(procs: usize, ps: usize) -> Converter {
-        let ps = ps.max(procs).max(1);
+    /// `procs`: Ps with a buffer; `pid` and `process` name the process.
+    pub(crate) fn new(procs: usize, pid: u64, process: String) -> Converter {
+        let ps = procs.max(1);
         Converter {
             procs,
             ps,
+            pid,
+            process,
+            thread_names: Map::default(),
             started: false,
             declared: Set::default(),
             depth: Map::default(),
@@ -141,6 +146,26 @@ impl Converter {
                 })
                 .collect(),
         }
+    }
+
+    /// Thread `tid` is called `name` (its M track's title).
+    pub(crate) fn thread_name(&mut self, tid: u64, name: String) {
+        self.thread_names.insert(tid, name);
+    }
+
+    /// P `p` as an index into the per-P tables, grown to hold it (a P id
+    /// past any runtime's limit, from a damaged file, is folded in).
+    pub(super) fn p_index(&mut self, p: u64) -> usize {
+        let p = (p % 4096) as usize;
+        while self.ps <= p {
+            let q = self.ps;
+            self.holder.push(None);
+            self.p_poll.push(None);
+            self.running_on.push(format!("running on P{q}").into());
+            self.steal_from.push(format!("steal from P{q}").into());
+            self.ps += 1;
+        }
+        p
     }
 
     /// Converts `evs` (in time order) and returns the bytes to write

@@ -58,17 +58,14 @@ const TASK_BASE: u64 = 1 << 32;
 impl Converter {
     pub(super) fn header(&mut self) {
         self.started = true;
-        let exe = std::env::current_exe()
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| "goro".into());
+        let name = format!("{} (goro)", self.process);
         let o = &mut self.out;
         let pkt = o.begin(TRACE_PACKET);
         let td = o.begin(P_TRACK_DESC);
         o.uint(TD_UUID, PROCESS);
         let pd = o.begin(TD_PROCESS);
-        o.uint(PD_PID, u64::from(std::process::id()));
-        o.str(PD_NAME, &format!("{exe} (goro)"));
+        o.uint(PD_PID, self.pid);
+        o.str(PD_NAME, &name);
         o.end(pd);
         o.uint(TD_CHILD_ORDER, ORDER_EXPLICIT);
         o.end(td);
@@ -113,12 +110,7 @@ impl Converter {
     pub(super) fn m_track(&mut self, tid: u64) -> u64 {
         let uuid = M_BASE + tid;
         if !self.declared.contains(&uuid) {
-            let name = crate::sched::trace::THREAD_NAMES
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(tid as usize)
-                .cloned()
-                .unwrap_or_default();
+            let name = self.thread_names.get(&tid).cloned().unwrap_or_default();
             self.descriptor(uuid, &format!("M{tid} {name}"), GROUP_M, tid, None);
         }
         uuid
