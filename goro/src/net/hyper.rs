@@ -315,11 +315,12 @@ impl<T: Borrow<TcpStream> + Unpin> Write for GoroIo<T> {
             if let Some(t) = this.write_timeout {
                 // The burst has to wait: from now on it has `t` to finish.
                 // A deadline set after the waker was registered still wakes
-                // it (`deadline.rs`).
+                // it (`deadline.rs`). goro's clock, not `Instant::now()`:
+                // in a `goro::sim` bubble the two differ.
                 this.write_deadline_armed = true;
                 this.stream
                     .borrow()
-                    .set_write_deadline(Some(Instant::now() + t));
+                    .set_write_deadline(Some(crate::time::now() + t));
             }
         }
         r

@@ -33,6 +33,13 @@
 //! so once that runtime is dropped, operations that have to wait never
 //! finish (dropping the socket is still fine).
 //!
+//! Inside a `goro::sim` bubble the same types run over a simulated network
+//! instead (`sim/`): in memory, in the bubble's virtual time, with link
+//! rules a test sets (`goro::sim::net`: latency, loss, partitions, holds),
+//! so a server and its clients (hyper's, goro-http's) run unchanged and
+//! deterministically. Which one a socket is, is chosen when it is made
+//! (bind, connect, accept).
+//!
 //! # Rejected
 //!
 //! - Resolving host names on the blocking pool (tokio's `lookup_host`):
@@ -85,6 +92,7 @@ pub mod hyper;
 mod io;
 pub(crate) mod poller;
 pub(crate) mod scheduled_io;
+pub(crate) mod sim;
 mod split;
 mod tcp;
 #[cfg(feature = "tokio-io")]

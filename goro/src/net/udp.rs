@@ -4,6 +4,11 @@
 //! with the poller, `&self` operations, Go's deadlines. A datagram is sent
 //! whole or not at all, so there is no `send_all`.
 //!
+//! Inside a `goro::sim` bubble, binding makes a socket of the simulated
+//! network instead (`net/sim/udp.rs`): datagrams then cross the links'
+//! latency, loss, partitions and holds; every method matches on which it
+//! is.
+//!
 //! # Rejected
 //!
 //! - A synchronous `connect` (std's: it sends nothing): it takes
@@ -14,7 +19,10 @@
 use crate::net::io::PollIo;
 use crate::net::resolve;
 use crate::net::scheduled_io::Direction;
+use crate::net::sim::udp::SimUdp;
+use crate::net::sim::Network;
 use std::fmt;
+use std::future::poll_fn;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Instant;
@@ -33,12 +41,20 @@ use std::time::Instant;
 /// # }).unwrap();
 /// ```
 pub struct UdpSocket {
-    io: PollIo<mio::net::UdpSocket>,
+    io: Io,
+}
+
+/// A real socket on the poller, or a simulated one.
+enum Io {
+    Real(PollIo<mio::net::UdpSocket>),
+    Sim(SimUdp),
 }
 
 impl UdpSocket {
     /// Binds to the first of `addr`'s addresses that works (port 0 picks a
-    /// free port). A host name is resolved on the calling thread.
+    /// free port). A host name is resolved on the calling thread. Inside
+    /// a `goro::sim` bubble it binds in the simulated network (any IP; an
+    /// address in use is `AddrInUse`).
     ///
     /// ```
     /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
@@ -48,8 +64,15 @@ impl UdpSocket {
     /// ```
     pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
         let mut last = None;
+        let sim = Network::current();
         for a in resolve(addr)? {
-            match mio::net::UdpSocket::bind(a).and_then(PollIo::new) {
+            let io = match &sim {
+                None => mio::net::UdpSocket::bind(a)
+                    .and_then(PollIo::new)
+                    .map(Io::Real),
+                Some(net) => net.bind_udp(a).map(Io::Sim),
+            };
+            match io {
                 Ok(io) => return Ok(UdpSocket { io }),
                 Err(e) => last = Some(e),
             }
@@ -71,9 +94,15 @@ impl UdpSocket {
     pub async fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
         let mut last = None;
         for a in resolve(addr)? {
-            match self.io.get().connect(a) {
-                Ok(()) => return Ok(()),
-                Err(e) => last = Some(e),
+            match &self.io {
+                Io::Real(io) => match io.get().connect(a) {
+                    Ok(()) => return Ok(()),
+                    Err(e) => last = Some(e),
+                },
+                Io::Sim(s) => {
+                    s.connect(a);
+                    return Ok(());
+                }
             }
         }
         Err(last.unwrap_or_else(crate::net::no_addresses))
@@ -93,7 +122,10 @@ impl UdpSocket {
             .into_iter()
             .next()
             .ok_or_else(crate::net::no_addresses)?;
-        self.io.io(Direction::Write, |s| s.send_to(buf, to)).await
+        match &self.io {
+            Io::Real(io) => io.io(Direction::Write, |s| s.send_to(buf, to)).await,
+            Io::Sim(s) => poll_fn(|cx| s.poll_send_to(cx, buf, Some(to))).await,
+        }
     }
 
     /// Receives one datagram into `buf` (truncated if longer); returns its
@@ -109,7 +141,10 @@ impl UdpSocket {
     /// # });
     /// ```
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.io.io(Direction::Read, |s| s.recv_from(buf)).await
+        match &self.io {
+            Io::Real(io) => io.io(Direction::Read, |s| s.recv_from(buf)).await,
+            Io::Sim(s) => poll_fn(|cx| s.poll_recv_from(cx, buf)).await,
+        }
     }
 
     /// Sends `buf` to the connected peer ([`UdpSocket::connect`]).
@@ -123,7 +158,10 @@ impl UdpSocket {
     /// # });
     /// ```
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.io.io(Direction::Write, |s| s.send(buf)).await
+        match &self.io {
+            Io::Real(io) => io.io(Direction::Write, |s| s.send(buf)).await,
+            Io::Sim(s) => poll_fn(|cx| s.poll_send_to(cx, buf, None)).await,
+        }
     }
 
     /// Receives one datagram from the connected peer.
@@ -138,7 +176,12 @@ impl UdpSocket {
     /// # });
     /// ```
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io.io(Direction::Read, |s| s.recv(buf)).await
+        match &self.io {
+            Io::Real(io) => io.io(Direction::Read, |s| s.recv(buf)).await,
+            Io::Sim(s) => poll_fn(|cx| s.poll_recv_from(cx, buf))
+                .await
+                .map(|(n, _)| n),
+        }
     }
 
     /// The local address.
@@ -150,7 +193,10 @@ impl UdpSocket {
     /// # });
     /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.io.get().local_addr()
+        match &self.io {
+            Io::Real(io) => io.get().local_addr(),
+            Io::Sim(s) => Ok(s.local_addr()),
+        }
     }
 
     /// The connected peer's address (`NotConnected` before
@@ -163,7 +209,10 @@ impl UdpSocket {
     /// # });
     /// ```
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.io.get().peer_addr()
+        match &self.io {
+            Io::Real(io) => io.get().peer_addr(),
+            Io::Sim(s) => s.peer_addr(),
+        }
     }
 
     /// Sets the receive deadline (Go's `SetReadDeadline`): past it, pending
@@ -180,7 +229,10 @@ impl UdpSocket {
     /// # });
     /// ```
     pub fn set_read_deadline(&self, deadline: Option<Instant>) {
-        self.io.set_deadline(Direction::Read, deadline);
+        match &self.io {
+            Io::Real(io) => io.set_deadline(Direction::Read, deadline),
+            Io::Sim(s) => s.set_read_deadline(deadline),
+        }
     }
 
     /// Sets the send deadline (Go's `SetWriteDeadline`).
@@ -195,7 +247,10 @@ impl UdpSocket {
     /// # });
     /// ```
     pub fn set_write_deadline(&self, deadline: Option<Instant>) {
-        self.io.set_deadline(Direction::Write, deadline);
+        match &self.io {
+            Io::Real(io) => io.set_deadline(Direction::Write, deadline),
+            Io::Sim(s) => s.set_write_deadline(deadline),
+        }
     }
 
     /// Sets both deadlines (Go's `SetDeadline`).
@@ -222,7 +277,8 @@ impl fmt::Debug for UdpSocket {
 
 impl std::os::fd::AsRawFd for UdpSocket {
     /// The socket's file descriptor (for socket options goro does not
-    /// wrap). Reading or writing it directly bypasses the poller.
+    /// wrap). Reading or writing it directly bypasses the poller. A
+    /// simulated socket (in a `goro::sim` bubble) has none: -1.
     ///
     /// ```
     /// use std::os::fd::AsRawFd;
@@ -232,6 +288,9 @@ impl std::os::fd::AsRawFd for UdpSocket {
     /// # });
     /// ```
     fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        self.io.get().as_raw_fd()
+        match &self.io {
+            Io::Real(io) => io.get().as_raw_fd(),
+            Io::Sim(_) => -1,
+        }
     }
 }

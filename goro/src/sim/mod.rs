@@ -53,12 +53,18 @@
 //!   foreign reactor, a `std::thread`): goro cannot see it, counts the wait
 //!   as durable, and may move the clock past it or call it a deadlock.
 //!   Use goro's primitives inside a bubble, or `spawn_blocking`;
-//! * real sockets: inside a bubble use only what the bubble simulates.
+//! * a real socket: inside a bubble there is none. `goro::net`'s
+//!   `TcpListener`, `TcpStream` and `UdpSocket` made in a bubble are
+//!   sockets of the bubble's own simulated network instead (in memory, in
+//!   virtual time, durably blocked like a channel), with the same API, so
+//!   hyper, goro-http and axum run on it unchanged; [`net`] sets its links'
+//!   latency, loss, partitions and holds.
 //!
 //! Nested bubbles are refused, and so is a bubble started from inside a
 //! goro task (it would block that task's worker thread).
 
 mod error;
+pub mod net;
 
 pub use crate::sched::sim::choose::Strategy;
 pub use error::{DeadlockReport, Error};

@@ -8,11 +8,17 @@
 //! An accept error such as `EMFILE` leaves the listener usable (the
 //! connection waits in the backlog), as in Go, so a server can back off
 //! and accept again.
+//!
+//! Inside a `goro::sim` bubble, binding makes a listener of the simulated
+//! network instead (`net/sim/listener.rs`), and what it accepts are
+//! simulated streams; every method matches on which it is.
 
 use super::TcpStream;
 use crate::net::io::PollIo;
 use crate::net::resolve;
 use crate::net::scheduled_io::Direction;
+use crate::net::sim::listener::SimListener;
+use crate::net::sim::Network;
 use std::fmt;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -33,7 +39,13 @@ use std::time::Instant;
 /// # }).unwrap();
 /// ```
 pub struct TcpListener {
-    io: PollIo<mio::net::TcpListener>,
+    io: Io,
+}
+
+/// A real listening socket on the poller, or a simulated one.
+enum Io {
+    Real(PollIo<mio::net::TcpListener>),
+    Sim(SimListener),
 }
 
 impl TcpListener {
@@ -42,7 +54,10 @@ impl TcpListener {
     /// backlog (`somaxconn`, as Go does). A host name is resolved on the
     /// calling thread (blocking); pass an address in async code.
     ///
-    /// Fails outside a goro runtime.
+    /// Fails outside a goro runtime. Inside a `goro::sim` bubble it binds
+    /// in the bubble's simulated network: any IP may be bound there, an
+    /// address in use is `AddrInUse` (as on Linux), port 0 an ephemeral
+    /// port from 49152.
     ///
     /// ```
     /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
@@ -52,11 +67,16 @@ impl TcpListener {
     /// ```
     pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
         let mut last = None;
+        let sim = Network::current();
         for a in resolve(addr)? {
-            match mio::net::TcpListener::bind(a)
-                .and_then(widen_backlog)
-                .and_then(PollIo::new)
-            {
+            let io = match &sim {
+                None => mio::net::TcpListener::bind(a)
+                    .and_then(widen_backlog)
+                    .and_then(PollIo::new)
+                    .map(Io::Real),
+                Some(net) => net.bind_tcp(a).map(Io::Sim),
+            };
+            match io {
                 Ok(io) => return Ok(TcpListener { io }),
                 Err(e) => last = Some(e),
             }
@@ -93,7 +113,15 @@ impl TcpListener {
     /// # });
     /// ```
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
-        match self.io.poll_io(cx, Direction::Read, |l| l.accept()) {
+        let io = match &self.io {
+            Io::Real(io) => io,
+            Io::Sim(l) => {
+                return l
+                    .poll_accept(cx)
+                    .map_ok(|(s, peer)| (TcpStream::from_sim(s), peer))
+            }
+        };
+        match io.poll_io(cx, Direction::Read, |l| l.accept()) {
             Poll::Ready(Ok((s, peer))) => Poll::Ready(TcpStream::new(s).map(|s| (s, peer))),
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => Poll::Pending,
@@ -109,7 +137,10 @@ impl TcpListener {
     /// # });
     /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.io.get().local_addr()
+        match &self.io {
+            Io::Real(io) => io.get().local_addr(),
+            Io::Sim(l) => Ok(l.local_addr()),
+        }
     }
 
     /// Sets the deadline for [`TcpListener::accept`] (Go's `SetDeadline`):
@@ -125,7 +156,10 @@ impl TcpListener {
     /// # });
     /// ```
     pub fn set_deadline(&self, deadline: Option<Instant>) {
-        self.io.set_deadline(Direction::Read, deadline);
+        match &self.io {
+            Io::Real(io) => io.set_deadline(Direction::Read, deadline),
+            Io::Sim(l) => l.set_deadline(deadline),
+        }
     }
 }
 
@@ -165,7 +199,8 @@ impl fmt::Debug for TcpListener {
 
 impl std::os::fd::AsRawFd for TcpListener {
     /// The socket's file descriptor (for socket options goro does not
-    /// wrap). Reading or writing it directly bypasses the poller.
+    /// wrap). Reading or writing it directly bypasses the poller. A
+    /// simulated listener (in a `goro::sim` bubble) has none: -1.
     ///
     /// ```
     /// use std::os::fd::AsRawFd;
@@ -175,6 +210,9 @@ impl std::os::fd::AsRawFd for TcpListener {
     /// # });
     /// ```
     fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        self.io.get().as_raw_fd()
+        match &self.io {
+            Io::Real(io) => io.get().as_raw_fd(),
+            Io::Sim(_) => -1,
+        }
     }
 }

@@ -7,10 +7,17 @@
 //! and another writing it never wait on each other. The poll forms
 //! (`poll_read`, `poll_write`, and the crate's `poll_read_uninit` for hyper
 //! and tokio's io traits) are what the adapters build on.
+//!
+//! Inside a `goro::sim` bubble a stream is an end of a simulated
+//! connection instead (`net/sim/stream.rs`): connect and accept choose,
+//! and every method matches on which it is, the real path paying that one
+//! `match`.
 
 use crate::net::io::PollIo;
 use crate::net::resolve;
 use crate::net::scheduled_io::Direction;
+use crate::net::sim::stream::SimStream;
+use crate::net::sim::Network;
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
@@ -41,19 +48,34 @@ use std::time::Instant;
 /// # }).unwrap();
 /// ```
 pub struct TcpStream {
-    io: PollIo<mio::net::TcpStream>,
+    io: Io,
+}
+
+/// A real socket on the poller, or an end of a simulated connection.
+enum Io {
+    Real(PollIo<mio::net::TcpStream>),
+    Sim(SimStream),
 }
 
 impl TcpStream {
     pub(super) fn new(s: mio::net::TcpStream) -> io::Result<TcpStream> {
         Ok(TcpStream {
-            io: PollIo::new(s)?,
+            io: Io::Real(PollIo::new(s)?),
         })
+    }
+
+    pub(super) fn from_sim(s: SimStream) -> TcpStream {
+        TcpStream { io: Io::Sim(s) }
     }
 
     /// Connects to the first of `addr`'s addresses that accepts. A host
     /// name is resolved on the calling thread (blocking). Bound the wait
     /// with [`crate::time::timeout`].
+    ///
+    /// Inside a `goro::sim` bubble it connects over the bubble's simulated
+    /// network: after the link's latency, to a listener bound there (its
+    /// exact address, or a wildcard on its port), from the loopback
+    /// address with an ephemeral port; `ConnectionRefused` if none is.
     ///
     /// ```
     /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
@@ -64,8 +86,13 @@ impl TcpStream {
     /// ```
     pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
         let mut last = None;
+        let sim = Network::current();
         for a in resolve(addr)? {
-            match TcpStream::connect_one(a).await {
+            let attempt = match &sim {
+                None => TcpStream::connect_one(a).await,
+                Some(net) => net.connect(a).await.map(TcpStream::from_sim),
+            };
+            match attempt {
                 Ok(s) => return Ok(s),
                 Err(e) => last = Some(e),
             }
@@ -74,9 +101,9 @@ impl TcpStream {
     }
 
     async fn connect_one(addr: SocketAddr) -> io::Result<TcpStream> {
-        let s = TcpStream::new(mio::net::TcpStream::connect(addr)?)?;
+        let io = PollIo::new(mio::net::TcpStream::connect(addr)?)?;
         // Writable means the handshake finished, one way or the other.
-        s.io.io(Direction::Write, |s| {
+        io.io(Direction::Write, |s| {
             if let Some(e) = s.take_error()? {
                 return Err(e);
             }
@@ -89,7 +116,7 @@ impl TcpStream {
             }
         })
         .await?;
-        Ok(s)
+        Ok(TcpStream { io: Io::Real(io) })
     }
 
     /// Reads into `buf`; returns how many bytes, `0` once the peer has shut
@@ -116,9 +143,13 @@ impl TcpStream {
     /// ```
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         let len = buf.len();
-        self.io
-            .stream_io(Direction::Read, len, |mut s| s.read(buf))
-            .await
+        match &self.io {
+            Io::Real(io) => {
+                io.stream_io(Direction::Read, len, |mut s| s.read(buf))
+                    .await
+            }
+            Io::Sim(s) => std::future::poll_fn(|cx| s.poll_read(cx, buf)).await,
+        }
     }
 
     /// Reads exactly `buf.len()` bytes, waiting as needed; returns
@@ -163,9 +194,13 @@ impl TcpStream {
     /// ```
     pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
         let len = buf.len();
-        self.io
-            .stream_io(Direction::Write, len, |mut s| s.write(buf))
-            .await
+        match &self.io {
+            Io::Real(io) => {
+                io.stream_io(Direction::Write, len, |mut s| s.write(buf))
+                    .await
+            }
+            Io::Sim(s) => std::future::poll_fn(|cx| s.poll_write(cx, buf)).await,
+        }
     }
 
     /// Writes all of `buf`, waiting as needed.
@@ -202,8 +237,10 @@ impl TcpStream {
     /// ```
     pub fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
         let len = buf.len();
-        self.io
-            .poll_stream(cx, Direction::Read, len, |mut s| s.read(buf))
+        match &self.io {
+            Io::Real(io) => io.poll_stream(cx, Direction::Read, len, |mut s| s.read(buf)),
+            Io::Sim(s) => s.poll_read(cx, buf),
+        }
     }
 
     /// [`TcpStream::poll_read`] into memory that need not be initialized
@@ -219,7 +256,11 @@ impl TcpStream {
     ) -> Poll<io::Result<usize>> {
         use std::os::fd::AsRawFd;
         let len = buf.len();
-        self.io.poll_stream(cx, Direction::Read, len, |s| {
+        let io = match &self.io {
+            Io::Real(io) => io,
+            Io::Sim(s) => return s.poll_read_uninit(cx, buf),
+        };
+        io.poll_stream(cx, Direction::Read, len, |s| {
             // SAFETY: `buf` is valid for writes of `buf.len()` bytes for
             // the duration of the call (a live exclusive borrow), and
             // recv(2) writes at most that many bytes into it and never
@@ -252,8 +293,10 @@ impl TcpStream {
     /// ```
     pub fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let len = buf.len();
-        self.io
-            .poll_stream(cx, Direction::Write, len, |mut s| s.write(buf))
+        match &self.io {
+            Io::Real(io) => io.poll_stream(cx, Direction::Write, len, |mut s| s.write(buf)),
+            Io::Sim(s) => s.poll_write(cx, buf),
+        }
     }
 
     /// Shuts down the read side, the write side (the peer reads `Ok(0)`)
@@ -269,7 +312,10 @@ impl TcpStream {
     /// # });
     /// ```
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.io.get().shutdown(how)
+        match &self.io {
+            Io::Real(io) => io.get().shutdown(how),
+            Io::Sim(s) => s.shutdown(how),
+        }
     }
 
     /// The remote address.
@@ -282,7 +328,10 @@ impl TcpStream {
     /// # });
     /// ```
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.io.get().peer_addr()
+        match &self.io {
+            Io::Real(io) => io.get().peer_addr(),
+            Io::Sim(s) => Ok(s.peer_addr()),
+        }
     }
 
     /// The local address.
@@ -296,7 +345,10 @@ impl TcpStream {
     /// # });
     /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.io.get().local_addr()
+        match &self.io {
+            Io::Real(io) => io.get().local_addr(),
+            Io::Sim(s) => Ok(s.local_addr()),
+        }
     }
 
     /// Sets `TCP_NODELAY` (disables Nagle's algorithm; Go's default is on).
@@ -310,7 +362,13 @@ impl TcpStream {
     /// # });
     /// ```
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
-        self.io.get().set_nodelay(on)
+        match &self.io {
+            Io::Real(io) => io.get().set_nodelay(on),
+            Io::Sim(s) => {
+                s.set_nodelay(on);
+                Ok(())
+            }
+        }
     }
 
     /// Whether `TCP_NODELAY` is set.
@@ -324,7 +382,10 @@ impl TcpStream {
     /// # });
     /// ```
     pub fn nodelay(&self) -> io::Result<bool> {
-        self.io.get().nodelay()
+        match &self.io {
+            Io::Real(io) => io.get().nodelay(),
+            Io::Sim(s) => Ok(s.nodelay()),
+        }
     }
 
     /// Sets the read deadline (Go's `SetReadDeadline`): past it, pending and
@@ -343,7 +404,10 @@ impl TcpStream {
     /// # });
     /// ```
     pub fn set_read_deadline(&self, deadline: Option<Instant>) {
-        self.io.set_deadline(Direction::Read, deadline);
+        match &self.io {
+            Io::Real(io) => io.set_deadline(Direction::Read, deadline),
+            Io::Sim(s) => s.set_read_deadline(deadline),
+        }
     }
 
     /// Sets the write deadline (Go's `SetWriteDeadline`), as
@@ -359,7 +423,10 @@ impl TcpStream {
     /// # });
     /// ```
     pub fn set_write_deadline(&self, deadline: Option<Instant>) {
-        self.io.set_deadline(Direction::Write, deadline);
+        match &self.io {
+            Io::Real(io) => io.set_deadline(Direction::Write, deadline),
+            Io::Sim(s) => s.set_write_deadline(deadline),
+        }
     }
 
     /// Sets both deadlines (Go's `SetDeadline`).
@@ -392,6 +459,10 @@ impl std::os::fd::AsRawFd for TcpStream {
     /// The socket's file descriptor (for socket options goro does not
     /// wrap). Reading or writing it directly bypasses the poller.
     ///
+    /// A simulated stream (inside a `goro::sim` bubble) has no descriptor:
+    /// -1, which every system call refuses with `EBADF`, so code that sets
+    /// an option through it sees an error rather than a panic.
+    ///
     /// ```
     /// use std::os::fd::AsRawFd;
     /// # goro::Runtime::builder().procs(1).build().unwrap().block_on(async {
@@ -401,6 +472,9 @@ impl std::os::fd::AsRawFd for TcpStream {
     /// # });
     /// ```
     fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        self.io.get().as_raw_fd()
+        match &self.io {
+            Io::Real(io) => io.get().as_raw_fd(),
+            Io::Sim(_) => -1,
+        }
     }
 }
