@@ -145,3 +145,34 @@ fn the_same_seed_serves_the_same_schedule_twice() {
     let seen = r.unwrap_or_else(|e| panic!("two runs of one seed differ, or one failed: {e}"));
     assert_eq!(seen.client_waited, Duration::from_secs(10));
 }
+
+/// The server's own deadlines read the bubble's clock: a client that sends
+/// nothing is cut off at exactly the read-header timeout.
+#[test]
+fn the_read_header_timeout_fires_at_exactly_its_virtual_instant() {
+    let r = goro::sim::Builder::new().seed(3).procs(2).run(async {
+        let app = axum::Router::new().route("/", axum::routing::get(|| async { "hi" }));
+        let server = goro_http::Server::builder()
+            .read_header_timeout(Duration::from_secs(5))
+            .build();
+        let listener = TcpListener::bind("10.0.0.1:80").await.unwrap();
+        let serving = goro::spawn({
+            let server = server.clone();
+            async move { server.serve(listener, app).await }
+        });
+        // Let the clock run first: a deadline taken from the real clock
+        // would now lie in the bubble's past and fire at once.
+        goro::time::sleep(Duration::from_secs(60)).await;
+        let stream = TcpStream::connect("10.0.0.1:80").await.unwrap();
+        let t0 = goro::time::now();
+        let mut buf = [0u8; 64];
+        let n = stream.read(&mut buf).await.unwrap_or(0);
+        let cut_after = goro::time::now() - t0;
+        let (ctx, _cancel) = Context::with_timeout(&Context::background(), Duration::from_secs(1));
+        server.shutdown(&ctx).await.unwrap();
+        serving.await.unwrap().unwrap();
+        (n, cut_after)
+    });
+    let (_, cut_after) = r.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(cut_after, Duration::from_secs(5));
+}

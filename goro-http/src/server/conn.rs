@@ -20,7 +20,6 @@ use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Instant;
 
 /// One connection's task.
 pub(super) struct Conn<S> {
@@ -47,14 +46,14 @@ where
         // handshake, protocol detection and the first request's head. The
         // first request clears it (`ConnService::call`).
         if let Some(t) = cfg.read_header_timeout {
-            stream.set_read_deadline(Some(Instant::now() + t));
+            stream.set_read_deadline(Some(goro::time::now() + t));
         }
         let state = Arc::new(ConnState {
             stream: stream.clone(),
             head_deadline: AtomicBool::new(cfg.read_header_timeout.is_some()),
             read_timeout: cfg.read_timeout,
             track_idle: cfg.idle_timeout.is_some(),
-            born: Instant::now(),
+            born: goro::time::now(),
             active: AtomicUsize::new(0),
             last_done_ns: AtomicU64::new(0),
         });
@@ -128,7 +127,7 @@ async fn drive<C: GracefulConnection>(server: &Inner, conn: C, state: &ConnState
         }
         if let (false, Some(timer), Some(idle)) = (draining, idle_timer.as_mut(), idle) {
             while Pin::new(&mut *timer).poll(cx).is_ready() {
-                let now = Instant::now();
+                let now = goro::time::now();
                 match state.idle_since() {
                     Some(since) if since + idle <= now => {
                         draining = true;

@@ -82,7 +82,7 @@ where
         if let Some(t) = read_deadline {
             // HTTP/1: one request at a time owns the socket's reads.
             state.head_deadline.store(false, Ordering::Relaxed);
-            state.stream.set_read_deadline(Some(Instant::now() + t));
+            state.stream.set_read_deadline(Some(goro::time::now() + t));
         } else if state.head_deadline.load(Ordering::Relaxed)
             && state.head_deadline.swap(false, Ordering::Relaxed)
         {
