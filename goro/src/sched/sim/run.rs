@@ -30,7 +30,7 @@ use crate::sched::timer::{clock, NEVER};
 use crate::sched::Sched;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
@@ -84,18 +84,6 @@ fn bubble(sched: &Sched) -> &Bubble {
     sched.sim.as_ref().expect("a bubble's scheduler")
 }
 
-/// Bubbles being driven in the process: while none is, the timer clock
-/// does not look at its thread's virtual clock (`timer/clock.rs`).
-static DRIVEN: AtomicUsize = AtomicUsize::new(0);
-
-/// Whether any thread of the process drives a bubble now.
-#[inline(always)]
-pub(crate) fn any_driven() -> bool {
-    // Relaxed: only the driving thread's own clock reads need to see its
-    // increment, and they follow it in program order.
-    DRIVEN.load(Ordering::Relaxed) != 0
-}
-
 /// Sets the thread's virtual clock for the guard's life.
 struct VirtualClock {
     prev: u64,
@@ -103,7 +91,7 @@ struct VirtualClock {
 
 impl VirtualClock {
     fn enter(now: u64) -> VirtualClock {
-        DRIVEN.fetch_add(1, Ordering::Relaxed);
+        clock::bubble_driven(1);
         VirtualClock {
             prev: CTX.with(|c| c.sim_now.replace(now)),
         }
@@ -113,7 +101,7 @@ impl VirtualClock {
 impl Drop for VirtualClock {
     fn drop(&mut self) {
         CTX.with(|c| c.sim_now.set(self.prev));
-        DRIVEN.fetch_sub(1, Ordering::Relaxed);
+        clock::bubble_driven(-1);
     }
 }
 

@@ -8,78 +8,108 @@
 //! know whether it is due (a channel timer checks that on the receiver's
 //! thread, see `timer.rs`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// "Never": a deadline too far to represent, or no timer at all.
 pub(crate) const NEVER: u64 = u64::MAX;
 
-/// The clock's zero: an `Instant`, for conversions, and the raw monotonic
-/// reading (nanoseconds) of the same moment or a few nanoseconds after it.
-struct Epoch {
-    instant: Instant,
-    raw: u64,
+/// The clock's state, read once per clock read: the epoch not taken yet,
+/// taken with no bubble being driven (the fast path: the real clock), or
+/// taken while some thread drives a sim bubble (that thread reads its
+/// virtual clock). One word for both facts, so that outside a bubble a
+/// clock read checks one thing, as the `OnceLock` of the epoch alone did.
+static MODE: AtomicU8 = AtomicU8::new(UNSET);
+const UNSET: u8 = 0;
+const REAL: u8 = 1;
+const SIMULATED: u8 = 2;
+
+/// The epoch, written once (under `SETUP`) before `MODE` leaves `UNSET`.
+struct EpochCell(std::cell::UnsafeCell<std::mem::MaybeUninit<Instant>>);
+
+// SAFETY: written once, under `SETUP`, before the Release store that
+// takes `MODE` out of `UNSET`; read only after an Acquire load of `MODE`
+// has seen it out of `UNSET`. After that it never changes.
+unsafe impl Sync for EpochCell {}
+
+static EPOCH: EpochCell = EpochCell(std::cell::UnsafeCell::new(std::mem::MaybeUninit::uninit()));
+
+/// Bubbles being driven in the process; its lock orders the writes of
+/// `MODE` and of the epoch.
+static SETUP: Mutex<usize> = Mutex::new(0);
+
+/// The epoch, once `MODE` says it is set.
+#[inline(always)]
+fn epoch_set() -> Instant {
+    // SAFETY: the caller saw `MODE` out of `UNSET` with an Acquire load,
+    // which follows the epoch's write (`EpochCell`'s contract).
+    unsafe { (*EPOCH.0.get()).assume_init() }
 }
 
-fn epoch() -> &'static Epoch {
-    static EPOCH: OnceLock<Epoch> = OnceLock::new();
-    EPOCH.get_or_init(|| {
-        // The raw reading second: it is at or after the instant's, so the
-        // clock reads a few nanoseconds behind `Instant` at worst, and a
-        // deadline converted from an `Instant` (`when_of`) is reached only
-        // once `Instant::now()` has passed it, never before.
-        let instant = Instant::now();
-        Epoch {
-            instant,
-            raw: monotonic_ns(),
+/// The epoch, taken now if nobody took it yet.
+fn epoch() -> Instant {
+    if MODE.load(Ordering::Acquire) == UNSET {
+        let driven = SETUP
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if MODE.load(Ordering::Relaxed) == UNSET {
+            // SAFETY: under `SETUP` while `MODE` is `UNSET`: no reader
+            // reads the cell yet, and no other writer runs.
+            unsafe { (*EPOCH.0.get()).write(Instant::now()) };
+            let mode = if *driven > 0 { SIMULATED } else { REAL };
+            MODE.store(mode, Ordering::Release);
         }
-    })
+    }
+    epoch_set()
 }
 
-/// `CLOCK_MONOTONIC` in nanoseconds: the clock `Instant` reads on Linux,
-/// without `Instant::elapsed`'s checked subtraction of two timespecs (a
-/// third of the instructions of a timer reset, measured with callgrind).
-#[cfg(target_os = "linux")]
-#[inline]
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `clock_gettime` writes one `timespec`, which `ts` is; it
-    // cannot fail for `CLOCK_MONOTONIC` with a valid pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Elsewhere: through `Instant`, from a process-wide base.
-#[cfg(not(target_os = "linux"))]
-fn monotonic_ns() -> u64 {
-    static BASE: OnceLock<Instant> = OnceLock::new();
-    BASE.get_or_init(Instant::now).elapsed().as_nanos() as u64
+/// A thread starts (`+1`) or stops (`-1`) driving a sim bubble: while any
+/// does, clock reads look at their thread's virtual clock
+/// (`sched/sim/run.rs`).
+pub(crate) fn bubble_driven(delta: isize) {
+    let _ = epoch();
+    let mut driven = SETUP
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *driven = driven.checked_add_signed(delta).expect("bubbles driven");
+    let mode = if *driven > 0 { SIMULATED } else { REAL };
+    MODE.store(mode, Ordering::Release);
 }
 
 /// Nanoseconds now (never 0, which means "not armed"): on the thread
 /// that drives a sim bubble, the bubble's virtual clock.
 #[inline]
 pub(crate) fn now() -> u64 {
-    // One load of a process-wide count while no bubble runs anywhere, and
-    // the thread-local read only while one does.
+    if MODE.load(Ordering::Acquire) == REAL {
+        return since(epoch_set());
+    }
+    now_slow()
+}
+
+/// [`now`] before the epoch is taken, or while a bubble runs somewhere.
+#[cold]
+#[inline(never)]
+fn now_slow() -> u64 {
+    let e = epoch();
     #[cfg(not(loom))]
-    if crate::sched::sim::run::any_driven() {
+    {
         let virtual_now = crate::sched::context::sim_now();
         if virtual_now != 0 {
             return virtual_now;
         }
     }
-    real_now()
+    since(e)
 }
 
 /// Nanoseconds now on the real clock, in a bubble too.
-#[inline]
 pub(crate) fn real_now() -> u64 {
-    monotonic_ns().saturating_sub(epoch().raw).max(1)
+    since(epoch())
+}
+
+#[inline(always)]
+fn since(epoch: Instant) -> u64 {
+    (epoch.elapsed().as_nanos() as u64).max(1)
 }
 
 /// The clock a moment ago, for records that need milliseconds, not
@@ -107,7 +137,7 @@ static COARSE: AtomicU64 = AtomicU64::new(1);
 /// The clock value of `t`: 1 for anything before the epoch, `NEVER` past
 /// `u64`.
 pub(crate) fn when_of(t: Instant) -> u64 {
-    match t.checked_duration_since(epoch().instant) {
+    match t.checked_duration_since(epoch()) {
         None => 1,
         Some(d) => u64::try_from(d.as_nanos()).map_or(NEVER, |n| n.clamp(1, NEVER - 1)),
     }
@@ -131,7 +161,7 @@ pub(crate) fn instant_after(t: Instant, d: Duration) -> Instant {
 
 /// The instant of clock value `when`.
 pub(crate) fn instant_of(when: u64) -> Instant {
-    epoch().instant + Duration::from_nanos(when)
+    epoch() + Duration::from_nanos(when)
 }
 
 #[cfg(test)]
