@@ -48,20 +48,26 @@ fn epoch_set() -> Instant {
 }
 
 /// The epoch, taken now if nobody took it yet.
+#[inline]
 fn epoch() -> Instant {
     if MODE.load(Ordering::Acquire) == UNSET {
-        let driven = SETUP
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if MODE.load(Ordering::Relaxed) == UNSET {
-            // SAFETY: under `SETUP` while `MODE` is `UNSET`: no reader
-            // reads the cell yet, and no other writer runs.
-            unsafe { (*EPOCH.0.get()).write(Instant::now()) };
-            let mode = if *driven > 0 { SIMULATED } else { REAL };
-            MODE.store(mode, Ordering::Release);
-        }
+        take_epoch();
     }
     epoch_set()
+}
+
+/// Takes the epoch (the first clock read of the process).
+#[cold]
+#[inline(never)]
+fn take_epoch() {
+    let driven = SETUP.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if MODE.load(Ordering::Relaxed) == UNSET {
+        // SAFETY: under `SETUP` while `MODE` is `UNSET`: no reader reads
+        // the cell yet, and no other writer runs.
+        unsafe { (*EPOCH.0.get()).write(Instant::now()) };
+        let mode = if *driven > 0 { SIMULATED } else { REAL };
+        MODE.store(mode, Ordering::Release);
+    }
 }
 
 /// A thread starts (`+1`) or stops (`-1`) driving a sim bubble: while any
