@@ -113,6 +113,17 @@ pub(crate) struct StuckWatch {
     threshold: Duration,
     sink: Option<Sink>,
     seen: Vec<Option<Seen>>,
+    /// Reports being written (frames named off the monitor's thread),
+    /// joined when the monitor stops so that none is lost at exit.
+    writing: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for StuckWatch {
+    fn drop(&mut self) {
+        for w in self.writing.drain(..) {
+            let _ = w.join();
+        }
+    }
 }
 
 impl StuckWatch {
@@ -126,6 +137,7 @@ impl StuckWatch {
             threshold,
             sink,
             seen: Vec::new(),
+            writing: Vec::new(),
         })
     }
 
@@ -182,7 +194,7 @@ impl StuckWatch {
 
     /// Looks up the task of `seen` on P `pid` and, if its poll is still
     /// running, reports it.
-    fn report(&self, sched: &Sched, pid: usize, p: &Processor, seen: Seen) {
+    fn report(&mut self, sched: &Sched, pid: usize, p: &Processor, seen: Seen) {
         let mut found = None;
         sched.tasks().for_each(|m| {
             if m.id.0 == seen.task {
@@ -214,16 +226,38 @@ impl StuckWatch {
             " spawned at {location}, on P {pid}, running for {}",
             human(running)
         );
-        match frames {
-            Ok(f) if same => text.push_str(&stack::symbolize(&f, MAX_LINES)),
-            Ok(_) => text.push_str("  (the poll returned while its stack was being taken)\n"),
+        let frames = match frames {
+            Ok(f) if same => Some(f),
+            Ok(_) => {
+                text.push_str("  (the poll returned while its stack was being taken)\n");
+                None
+            }
             Err(e) => {
                 let _ = writeln!(text, "  (stack unavailable: {e})");
+                None
             }
-        }
-        match &self.sink {
-            Some(sink) => sink(&text),
-            None => eprint!("{text}"),
+        };
+        // Naming the frames reads the binary's debug information (up to
+        // a second and a half, the first time, in a debug build): on a
+        // thread of its own, so that the monitor goes on retaking Ps and
+        // watching for deadlocks meanwhile.
+        let sink = self.sink.clone();
+        let write = move || {
+            if let Some(f) = frames {
+                text.push_str(&stack::symbolize(&f, MAX_LINES));
+            }
+            match sink {
+                Some(sink) => sink(&text),
+                None => eprint!("{text}"),
+            }
+        };
+        self.writing.retain(|w| !w.is_finished());
+        match std::thread::Builder::new()
+            .name("goro-stuck-report".into())
+            .spawn(write)
+        {
+            Ok(w) => self.writing.push(w),
+            Err(e) => eprintln!("goro: stuck poll: could not start the reporting thread ({e})"),
         }
     }
 }
