@@ -7,9 +7,9 @@
 //! asks that thread to look at itself: it sends the thread [`SIGNAL`]
 //! with `pthread_kill`, the handler walks the interrupted stack and writes
 //! the raw instruction pointers into one preallocated buffer ([`SLOT`]),
-//! and the monitor, once the handler says it is done, turns them into
-//! names and lines ([`symbolize`]), outside the handler, where allocating
-//! and taking locks is allowed.
+//! and the monitor, once the handler says it is done, copies them out; a
+//! reporting thread turns them into names and lines ([`symbolize`]),
+//! outside the handler, where allocating and taking locks is allowed.
 //!
 //! # The protocol
 //!
