@@ -263,9 +263,6 @@ impl Sched {
             drop(task);
             return;
         }
-        if let Some(bubble) = &self.sim {
-            return bubble.wake_task(task, yielded);
-        }
         let target = context::wake_target(self);
         let on = match target {
             WakeTarget::Runnext(p) | WakeTarget::Quiet(p) => Some(p),
@@ -299,9 +296,6 @@ impl Sched {
     /// give it away (making a task runs no user code). The record already
     /// says where (`TaskMeta::new`).
     pub(crate) fn place(&self, p: Option<usize>, task: Runnable) {
-        if let Some(bubble) = &self.sim {
-            return bubble.adopt(task);
-        }
         sample_wake(task.metadata());
         match p {
             Some(p) => {

@@ -43,6 +43,15 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    if sched.sim.is_some() {
+        let spawn = Spawn {
+            location,
+            name,
+            p,
+            parent,
+        };
+        return crate::sched::sim::spawn(sched, future, spawn);
+    }
     // The task's own count of the runtime (its schedule function's): the
     // one reference-count update a spawn makes.
     let Some(owner) = sched.me.upgrade() else {
