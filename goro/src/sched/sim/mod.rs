@@ -12,13 +12,11 @@
 //! or `timer_added` finds one to run, and the thread that calls
 //! `goro::sim::Builder::run` polls every task itself (`run.rs`).
 //!
-//! A bubble's tasks are made as any task is; the two places that queue a
-//! task hand it to the bubble instead, each behind one branch on
-//! [`Sched::sim`]: `Sched::place` at its spawn ([`Bubble::adopt`], which
-//! numbers it) and `Sched::schedule` at each wake ([`Bubble::wake_task`]).
-//! Both are non-generic, so the real path's spawn code stays as small as
-//! it was. The timer clock reads the bubble's virtual time on the driving
-//! thread (`Ctx::sim_now`, `timer/clock.rs`).
+//! Two things are routed to the bubble instead of the Ps: a spawn
+//! (`task/spawn.rs` checks [`Sched::sim`], one branch), and a task's wake,
+//! which its own schedule function sends here (a bubble's tasks are made
+//! by [`spawn`], not `task::new_task`). The timer clock reads the bubble's
+//! virtual time on the driving thread (`Ctx::sim_now`, `timer/clock.rs`).
 //!
 //! # Virtual Ps
 //!
