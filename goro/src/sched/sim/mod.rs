@@ -269,11 +269,6 @@ impl Bubble {
 
 /// Spawns `future` into the bubble of `sched` (a spawn's route when
 /// [`Sched::sim`] is set): a task whose wakes go to the bubble's queues.
-/// Out of line and cold: inlined, its body made every spawn site larger
-/// and cost the real path inlining elsewhere (the timer rows' after_func
-/// spawns, +1.6% in instructions).
-#[cold]
-#[inline(never)]
 pub(crate) fn spawn<F>(sched: &Sched, future: F, spawn: Spawn) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
