@@ -326,7 +326,7 @@ impl Sched {
 
     /// Runs what firing produced: wakes (into the current P's queue) and
     /// `after_func` callbacks (as tasks, or inline for internal ones).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn run_fired(self: &Arc<Self>, fired: &mut Vec<Fired>) {
         for f in fired.drain(..) {
             match f {

@@ -206,7 +206,7 @@ impl TimerQueue {
     /// Runs every timer due at `now`, appending what must happen once the
     /// locks are released (wakes, callbacks). Any thread may call it: the
     /// owner, or a thief. Returns how many fired.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn run(&self, now: u64, out: &mut Vec<Fired>) -> usize {
         if self.next_when() > now {
             return 0;
