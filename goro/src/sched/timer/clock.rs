@@ -60,7 +60,9 @@ fn epoch() -> Instant {
 #[cold]
 #[inline(never)]
 fn take_epoch() {
-    let driven = SETUP.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let driven = SETUP
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if MODE.load(Ordering::Relaxed) == UNSET {
         // SAFETY: under `SETUP` while `MODE` is `UNSET`: no reader reads
         // the cell yet, and no other writer runs.
