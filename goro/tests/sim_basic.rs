@@ -307,11 +307,7 @@ fn a_bubble_inside_a_runtime_is_refused() {
         rt.block_on(async { Builder::new().seed(1).run(async {}) })
     }))
     .unwrap_err();
-    let msg = e
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| e.downcast_ref::<&str>().copied())
-        .unwrap_or("");
+    let msg = panic_message(&*e);
     assert!(msg.contains("plain thread"), "{msg}");
 }
 
@@ -348,11 +344,7 @@ fn a_blocking_call_inside_a_bubble_is_refused() {
         })
     })
     .unwrap_err();
-    let msg = e
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| e.downcast_ref::<&str>().copied())
-        .unwrap_or("");
+    let msg = panic_message(&*e);
     assert!(msg.contains("inside a goro::sim bubble"), "{msg}");
 }
 
@@ -395,4 +387,12 @@ fn groups_and_locks_work_in_a_bubble_and_name_their_waits() {
         err.to_string().contains("root: blocked on waitgroup"),
         "{err}"
     );
+}
+
+/// A panic's message, whether it was formatted (`String`) or literal.
+fn panic_message(e: &(dyn std::any::Any + Send)) -> &str {
+    e.downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| e.downcast_ref::<&str>().copied())
+        .unwrap_or("")
 }
