@@ -39,12 +39,18 @@ use futures::FutureExt;
 
 /// How long one case may take before it fails.
 const CASE_DEADLINE: Duration = Duration::from_secs(60);
-/// Between two dumps while waiting for tasks to be gone. A sleep, not
-/// `yield_now`: a task looping on `yield_now` at procs 1 is re-polled
-/// from its P's local queue while tasks that overflowed to the global
-/// queue get one turn per 61 polls, and a dump of thousands of tasks per
-/// poll (debug build) made that a ten-second wait.
+/// The first pause between two dumps while waiting for tasks to be gone;
+/// each pause doubles, up to [`POLL_MAX`]. A sleep, not `yield_now`, and a
+/// growing one: a dump of thousands of tasks takes milliseconds in a debug
+/// build, and several waiters dumping every millisecond kept a lone P
+/// busy with dumps. A timer that is always due when the P looks keeps its
+/// local queue from running dry, and the tasks being waited for, which
+/// had overflowed to the global queue, got one turn per 61 slices (Go's
+/// rule): 2,700 of them were still queued after ten seconds (seed
+/// 0x6fe1d679e38f4ec, size 8911, procs 1).
 const POLL: Duration = Duration::from_millis(1);
+/// The longest pause between two dumps.
+const POLL_MAX: Duration = Duration::from_millis(64);
 /// How long a dropped group's members may take to be gone.
 const GONE_DEADLINE: Duration = Duration::from_secs(10);
 /// The payload of the planted panics, which the panic hook keeps quiet.
@@ -215,11 +221,13 @@ impl Case {
         left.len()
     }
 
-    /// Waits (a dump every [`POLL`], up to [`GONE_DEADLINE`]) until none of `ids` is in
-    /// the dump; records a failure if some still are then.
+    /// Waits (a dump after pauses from [`POLL`] doubling to [`POLL_MAX`],
+    /// up to [`GONE_DEADLINE`]) until none of `ids` is in the dump; records
+    /// a failure if some still are then.
     async fn wait_gone(&self, ids: &[TaskId], what: &str) {
         let ids: HashSet<TaskId> = ids.iter().copied().collect();
         let deadline = Instant::now() + GONE_DEADLINE;
+        let mut pause = POLL;
         loop {
             let d = self.dump();
             let left = d.tasks().iter().filter(|t| ids.contains(&t.id)).count();
@@ -233,7 +241,8 @@ impl Case {
                 ));
                 return;
             }
-            goro::time::sleep(POLL).await;
+            goro::time::sleep(pause).await;
+            pause = (pause * 2).min(POLL_MAX);
         }
     }
 }
@@ -378,6 +387,7 @@ fn run_case(seed: u64, size: usize, procs: usize) {
                 // errgroup does not stop them either) until a failing
                 // sibling cancels the context: wait for every task.
                 let deadline = Instant::now() + GONE_DEADLINE;
+                let mut pause = POLL;
                 loop {
                     let d = c.dump();
                     if d.tasks().is_empty() {
@@ -387,7 +397,8 @@ fn run_case(seed: u64, size: usize, procs: usize) {
                         c.fail(format!("tasks left after the root ended:\n{d}"));
                         break;
                     }
-                    goro::time::sleep(POLL).await;
+                    goro::time::sleep(pause).await;
+                    pause = (pause * 2).min(POLL_MAX);
                 }
                 Ok(r)
             }
