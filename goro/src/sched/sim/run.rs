@@ -211,7 +211,7 @@ fn fire_next_timers(sched: &Arc<Sched>, now: u64) -> Option<u64> {
     for q in queues() {
         q.run(at, &mut fired);
     }
-    sched.run_fired(&mut fired);
+    sched.run_fired_sim(&mut fired);
     Some(at)
 }
 
