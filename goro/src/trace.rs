@@ -36,8 +36,38 @@
 //! An arrow (a flow) goes from each wake-up, and from each spawn, to the
 //! poll it led to. Open the file at <https://ui.perfetto.dev>.
 //!
+//! # The always-on flight recorder
+//!
+//! `GORO_FLIGHT=dir` (or [`Builder::flight_dir`](crate::Builder::flight_dir))
+//! keeps a flight recorder running for the runtime's whole life (the last
+//! [`FLIGHT_WINDOW`], within [`FLIGHT_BYTES`]) and writes a snapshot into
+//! `dir` by itself when a poll is stuck, when the deadlock report fires,
+//! when a task panics, and when the 99th percentile of the scheduling
+//! latency (wake to run) over a second reaches a threshold
+//! ([`Builder::flight_latency`](crate::Builder::flight_latency),
+//! `GORO_FLIGHT_LATENCY`, [`DEFAULT_FLIGHT_LATENCY`]); at most one per
+//! [`Builder::flight_interval`](crate::Builder::flight_interval)
+//! ([`DEFAULT_FLIGHT_INTERVAL`]), and by hand with
+//! [`Runtime::flight_snapshot`](crate::Runtime::flight_snapshot). Each
+//! snapshot is a file of the raw form, named after its trigger
+//! (`goro-flight-PID-N-SEQ-stuck.raw`), announced by one line on stderr;
+//! `goro-trace` converts it.
+//!
+//! ```no_run
+//! // GORO_FLIGHT=/var/tmp/goro-flight ./server, or in code:
+//! let rt = goro::Runtime::builder()
+//!     .flight_dir("/var/tmp/goro-flight")
+//!     .flight_latency(Some(std::time::Duration::from_millis(50)))
+//!     .build()
+//!     .unwrap();
+//! # drop(rt);
+//! ```
+//!
 //! The recorder itself lives with the scheduler whose events it records
 //! (`sched/trace/`, whose header explains its design); this module is its
 //! public face.
 
-pub use crate::sched::trace::{to_perfetto, Converted, FlightRecorder, DEFAULT_FLIGHT_BYTES};
+pub use crate::sched::trace::{
+    to_perfetto, Converted, FlightRecorder, DEFAULT_FLIGHT_BYTES, DEFAULT_FLIGHT_INTERVAL,
+    DEFAULT_FLIGHT_LATENCY, FLIGHT_BYTES, FLIGHT_WINDOW,
+};

@@ -8,6 +8,7 @@ mod support;
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use support::perfetto::fields;
 use support::within;
 
 /// A writer into shared memory.
@@ -22,47 +23,6 @@ impl Write for Shared {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
-}
-
-fn varint(b: &[u8], i: &mut usize) -> u64 {
-    let mut v = 0u64;
-    let mut shift = 0;
-    loop {
-        let byte = b[*i];
-        *i += 1;
-        v |= u64::from(byte & 0x7f) << shift;
-        if byte < 0x80 {
-            return v;
-        }
-        shift += 7;
-        assert!(shift < 64, "a varint longer than 10 bytes");
-    }
-}
-
-/// The fields of one message: (number, varint value or length-delimited bytes).
-fn fields(b: &[u8]) -> Vec<(u64, Result<u64, &[u8]>)> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        let key = varint(b, &mut i);
-        match key & 7 {
-            0 => out.push((key >> 3, Ok(varint(b, &mut i)))),
-            1 => {
-                out.push((
-                    key >> 3,
-                    Ok(u64::from_le_bytes(b[i..i + 8].try_into().unwrap())),
-                ));
-                i += 8;
-            }
-            2 => {
-                let n = varint(b, &mut i) as usize;
-                out.push((key >> 3, Err(&b[i..i + n])));
-                i += n;
-            }
-            w => panic!("wire type {w} in a goro trace"),
-        }
-    }
-    out
 }
 
 /// Decodes a trace: every top-level field is a packet (field 1), and the

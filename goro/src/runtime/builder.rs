@@ -1,6 +1,6 @@
 //! [`Builder`]: a runtime's settings, from the caller and from the
 //! environment (`GORO_PROCS`, `GORO_POLICY`, `GORO_DEADLOCK`, `GORO_PANIC`,
-//! `GORO_STUCK`, ...), checked and turned into a started [`Runtime`]. Every malformed
+//! `GORO_STUCK`, `GORO_FLIGHT`, ...), checked and turned into a started [`Runtime`]. Every malformed
 //! value is an `InvalidInput` error that names it and the accepted form.
 
 use super::deadlock::{self, Deadlock, Detector};
@@ -39,6 +39,9 @@ pub struct Builder {
     update_procs: Option<bool>,
     stuck_poll: Option<Option<Duration>>,
     stuck_sink: Option<StuckSink>,
+    flight_dir: Option<std::path::PathBuf>,
+    flight_latency: Option<Option<Duration>>,
+    flight_interval: Option<Duration>,
 }
 
 /// Where stuck-poll reports go instead of stderr (tests).
@@ -210,6 +213,55 @@ impl Builder {
         self
     }
 
+    /// Runs a flight recorder for the runtime's whole life and lets it
+    /// write snapshots into `dir` by itself (created if missing): when a
+    /// poll is stuck, when the deadlock report fires, when a task panics,
+    /// when scheduling latency is high ([`Builder::flight_latency`]), and
+    /// by hand ([`Runtime::flight_snapshot`]); at most one per
+    /// [`Builder::flight_interval`]. Each snapshot is a raw trace file
+    /// named after its trigger (`goro-flight-PID-N-SEQ-stuck.raw`), one
+    /// line on stderr names it, and `goro-trace` converts it to Perfetto's
+    /// format (see [`crate::trace`]). It keeps the last
+    /// [`FLIGHT_WINDOW`](crate::trace::FLIGHT_WINDOW) within
+    /// [`FLIGHT_BYTES`](crate::trace::FLIGHT_BYTES), and arms the
+    /// stuck-poll report at 20 ms unless [`Builder::stuck_poll`] or
+    /// `GORO_STUCK` says otherwise. `GORO_FLIGHT=dir` does the same and
+    /// overrides this setting. While it runs, `trace_start` and
+    /// `flight_recorder` fail (one session per runtime). Default: off.
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir().join(format!("goro-doc-flight-dir-{}", std::process::id()));
+    /// let rt = goro::Runtime::builder().flight_dir(&dir).build().unwrap();
+    /// # drop(rt);
+    /// # std::fs::remove_dir_all(dir).unwrap();
+    /// ```
+    pub fn flight_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Builder {
+        self.flight_dir = Some(dir.into());
+        self
+    }
+
+    /// The scheduling latency at which the flight recorder
+    /// ([`Builder::flight_dir`]) writes a snapshot: when the 99th
+    /// percentile of the sampled wake-to-run times over one second
+    /// reaches it. Default 100 ms
+    /// ([`DEFAULT_FLIGHT_LATENCY`](crate::sched::trace::DEFAULT_FLIGHT_LATENCY));
+    /// `None` turns this trigger off. `GORO_FLIGHT_LATENCY` (`50ms`,
+    /// `off`) overrides it. Accepted: `None`, or 100 µs or more.
+    pub fn flight_latency(mut self, threshold: Option<Duration>) -> Builder {
+        self.flight_latency = Some(threshold);
+        self
+    }
+
+    /// The least time between two snapshots the flight recorder
+    /// ([`Builder::flight_dir`]) writes by itself (default 10 s,
+    /// [`DEFAULT_FLIGHT_INTERVAL`](crate::sched::trace::DEFAULT_FLIGHT_INTERVAL));
+    /// triggers in between are counted and named in the next snapshot's
+    /// line. Accepted: more than zero.
+    pub fn flight_interval(mut self, interval: Duration) -> Builder {
+        self.flight_interval = Some(interval);
+        self
+    }
+
     /// Sends stuck-poll reports ([`Builder::stuck_poll`]) to `sink`
     /// instead of stderr, each as one string (the first line and the
     /// frames, newline-terminated). For tests; not a stable interface.
@@ -233,6 +285,7 @@ impl Builder {
     /// malformed environment variable, naming it and the accepted form.
     pub fn build(self) -> io::Result<Runtime> {
         let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
+        let flight = self.flight_config().map_err(invalid)?;
         let (procs, source) = match self.procs {
             Some(n) => (n, procs::ProcsSource::Builder),
             None => procs_from_env().map_err(invalid)?,
@@ -260,16 +313,19 @@ impl Builder {
         let schedtrace = schedtrace_from_env().map_err(invalid)?;
         let stuck_poll = match stuck_from_env().map_err(invalid)? {
             Some(v) => v,
-            None => {
-                let t = self.stuck_poll.flatten();
-                if let Some(d) = t.filter(|&d| d < MIN_STUCK) {
-                    return Err(invalid(format!(
-                        "goro: stuck_poll(Some({d:?})) is out of range: accepted None (off) or \
-                         Some(d) with d of 100us or more"
-                    )));
+            None => match self.stuck_poll {
+                Some(t) => {
+                    if let Some(d) = t.filter(|&d| d < MIN_STUCK) {
+                        return Err(invalid(format!(
+                            "goro: stuck_poll(Some({d:?})) is out of range: accepted None (off) \
+                             or Some(d) with d of 100us or more"
+                        )));
+                    }
+                    t
                 }
-                t
-            }
+                // The flight recorder's stuck-poll trigger needs the watch.
+                None => flight.as_ref().map(|_| DEFAULT_TEST_STUCK_POLL),
+            },
         };
         let pool_cycle = self.pool_cycle.unwrap_or(DEFAULT_POOL_CYCLE);
         if pool_cycle.is_zero() {
@@ -325,6 +381,9 @@ impl Builder {
         let follow = update_procs && matches!(source, procs::ProcsSource::Machine(_));
         sched.set_follow_procs(follow);
         crate::sched::trace::from_env(&sched)?;
+        if let Some(cfg) = flight {
+            crate::sched::trace::auto::start(&sched, cfg)?;
+        }
         sched.start_monitor(
             Box::new(monitor::RuntimeHooks::new(detector.clone())),
             stuck_poll,
@@ -335,6 +394,56 @@ impl Builder {
             deadlock: detector,
             source,
         })
+    }
+}
+
+impl Builder {
+    /// The flight recorder's settings, from `GORO_FLIGHT` and
+    /// `GORO_FLIGHT_LATENCY` over the builder's; `None`: off.
+    fn flight_config(&self) -> Result<Option<crate::sched::trace::auto::Config>, String> {
+        let Some(dir) = crate::sched::trace::auto::dir_from_env().or(self.flight_dir.clone())
+        else {
+            return Ok(None);
+        };
+        let latency = match env_var("GORO_FLIGHT_LATENCY", STUCK_ACCEPTED)? {
+            Some(v) => match v.trim() {
+                "off" | "0" => None,
+                t => match super::policy::parse_duration(t) {
+                    Some(d) if d >= MIN_STUCK => Some(d),
+                    _ => {
+                        return Err(format!(
+                            "GORO_FLIGHT_LATENCY='{v}' is invalid: accepted {STUCK_ACCEPTED}"
+                        ))
+                    }
+                },
+            },
+            None => {
+                let t = self
+                    .flight_latency
+                    .unwrap_or(Some(crate::sched::trace::DEFAULT_FLIGHT_LATENCY));
+                if let Some(d) = t.filter(|&d| d < MIN_STUCK) {
+                    return Err(format!(
+                        "goro: flight_latency(Some({d:?})) is out of range: accepted None (off) \
+                         or Some(d) with d of 100us or more"
+                    ));
+                }
+                t
+            }
+        };
+        let interval = self
+            .flight_interval
+            .unwrap_or(crate::sched::trace::DEFAULT_FLIGHT_INTERVAL);
+        if interval.is_zero() {
+            return Err(
+                "goro: flight_interval(0ns) is out of range: accepted a duration greater than zero"
+                    .into(),
+            );
+        }
+        Ok(Some(crate::sched::trace::auto::Config {
+            dir,
+            latency,
+            interval,
+        }))
     }
 }
 

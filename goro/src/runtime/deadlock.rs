@@ -173,10 +173,18 @@ pub(crate) fn check(det: &Detector, sched: &Sched, idle_for: Duration) {
         return;
     };
     let report = format!("{line}\n{}", Dump::take(sched));
+    let why = || crate::sched::trace::auto::Why {
+        tag: "deadlock",
+        line: format!("deadlock report: {line}"),
+    };
     match det.mode() {
         Deadlock::Off => {}
-        Deadlock::Report => eprintln!("{report}"),
+        Deadlock::Report => {
+            eprintln!("{report}");
+            crate::sched::trace::auto::trigger(sched, why);
+        }
         Deadlock::Exit => {
+            crate::sched::trace::auto::before_exit(why);
             eprintln!(
                 "fatal error: all tasks are asleep - deadlock!\n{report}\n\
                  goro: exiting with status 2 (Deadlock::Exit, the default of #[goro::main]). \
@@ -187,6 +195,7 @@ pub(crate) fn check(det: &Detector, sched: &Sched, idle_for: Duration) {
             std::process::exit(2);
         }
         Deadlock::Fail => {
+            crate::sched::trace::auto::trigger(sched, why);
             {
                 let mut f = det.failure.lock().unpoison();
                 *f = (f.0 + 1, Some(report));

@@ -56,4 +56,25 @@ impl Runtime {
     ) -> io::Result<FlightRecorder> {
         crate::sched::trace::flight_start(&self.sched, window, max_bytes)
     }
+
+    /// Writes a snapshot of the always-on flight recorder
+    /// ([`Builder::flight_dir`](crate::Builder::flight_dir), `GORO_FLIGHT`)
+    /// into its directory now, in the raw form, and returns the file's
+    /// path (`goro-trace` converts it). Not rate-limited. Fails if the
+    /// recorder is off.
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir().join(format!("goro-doc-flight-{}", std::process::id()));
+    /// let rt = goro::Runtime::builder().flight_dir(&dir).build().unwrap();
+    /// rt.block_on(async { goro::spawn(async { 1 }).await.unwrap() });
+    /// let raw = rt.flight_snapshot().unwrap();
+    /// let mut perfetto = Vec::new();
+    /// goro::trace::to_perfetto(std::fs::File::open(&raw).unwrap(), &mut perfetto).unwrap();
+    /// assert!(!perfetto.is_empty());
+    /// # drop(rt);
+    /// # std::fs::remove_dir_all(dir).unwrap();
+    /// ```
+    pub fn flight_snapshot(&self) -> io::Result<std::path::PathBuf> {
+        crate::sched::trace::auto::manual(&self.sched)
+    }
 }

@@ -2,7 +2,7 @@
 //! `mod support;` (a directory, so Cargo does not build it as a test crate
 //! of its own). This file holds the deadlines and thread probes every group
 //! uses; each submodule holds one group's helpers: [`chan`], [`net`],
-//! [`pool`], [`sync`], [`faults`] and, under loom, `loom_exec`.
+//! [`pool`], [`sync`], [`faults`], [`perfetto`] and, under loom, `loom_exec`.
 // Every test crate compiles all of this and uses a part of it.
 #![allow(dead_code)]
 
@@ -15,6 +15,7 @@ pub mod faults;
 #[cfg(loom)]
 pub mod loom_exec;
 pub mod net;
+pub mod perfetto;
 pub mod pool;
 pub mod sync;
 

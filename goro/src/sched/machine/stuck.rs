@@ -217,6 +217,13 @@ impl StuckWatch {
             && p.counters.tasks_polled.load(Ordering::Relaxed) == seen.polls;
         bump_shared(&sched.counters.stuck_polls, 1);
         crate::sched::trace::stuck_poll(sched, seen.task, pid, running);
+        crate::sched::trace::auto::trigger(sched, || crate::sched::trace::auto::Why {
+            tag: "stuck",
+            line: match &name {
+                Some(n) => format!("stuck poll: task {} {n:?} on P {pid}", seen.task),
+                None => format!("stuck poll: task {} on P {pid}", seen.task),
+            },
+        });
         let mut text = format!("goro: stuck poll: task {}", seen.task);
         if let Some(n) = name {
             let _ = write!(text, " {n:?}");

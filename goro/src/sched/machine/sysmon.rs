@@ -17,6 +17,10 @@
 //!   a poll that runs past the threshold is reported once on stderr with
 //!   its task and the native stack of its thread (`stuck.rs`). While a P
 //!   is busy the monitor then sleeps at most a quarter of the threshold.
+//! * **Flight recorder triggers.** With `GORO_FLIGHT`, the stuck-poll
+//!   report and, once a second, the scheduling latency (the sampled
+//!   wake-to-run histograms' p99) ask the recorder for a snapshot
+//!   (`sched/trace/auto.rs`).
 //! * **Schedule trace.** With `GORO_SCHEDTRACE=<ms>`, one line per interval
 //!   on stderr in Go's `schedtrace` shape.
 //! * **Pool cycles** (seed 003, the GC's part in Go): every `pool_cycle`
@@ -126,6 +130,8 @@ pub(crate) fn monitor_main(
     // runtime busy first).
     let mut idle_since: Option<Instant> = None;
     let mut checked = false;
+    // The flight recorder's latency trigger (`sched/trace/auto.rs`).
+    let mut latency = crate::sched::trace::auto::LatencyWatch::new(&sched);
     loop {
         if sched.is_shutdown() {
             return;
@@ -169,6 +175,9 @@ pub(crate) fn monitor_main(
             delay = MIN_SLEEP;
             if let Some(w) = &mut stuck {
                 w.forget();
+            }
+            if let Some(w) = &mut latency {
+                w.forget(&sched);
             }
             // Observations from before the sleep say nothing about the polls
             // running now: start every P's clock afresh.
@@ -223,6 +232,9 @@ pub(crate) fn monitor_main(
             // limit, publishing metrics.
             hooks.busy_round(&sched);
             if let Some(w) = &mut stuck {
+                w.check(&sched);
+            }
+            if let Some(w) = &mut latency {
                 w.check(&sched);
             }
         }

@@ -222,12 +222,29 @@ impl<F: Future> Future for TaskFuture<F> {
                 if let Err(second) = this.drop_future() {
                     drop_quietly(second);
                 }
+                panicked(this.meta());
                 Err(JoinError::Panic(panic))
             }
         };
         crate::sched::trace::poll_finished(this.meta().id);
         Poll::Ready(TaskOutput(Some(out)))
     }
+}
+
+/// A task's poll panicked: the flight recorder's trigger, if it runs
+/// (`sched/trace/auto.rs`). Out of line: the poll's path stays as it was.
+#[cold]
+#[inline(never)]
+fn panicked(meta: &TaskMeta) {
+    crate::sched::context::with_current_sched(|s| {
+        crate::sched::trace::auto::trigger(s, || crate::sched::trace::auto::Why {
+            tag: "panic",
+            line: match meta.name() {
+                Some(n) => format!("task {} {n:?} panicked", meta.id.0),
+                None => format!("task {} panicked", meta.id.0),
+            },
+        })
+    });
 }
 
 impl<F> Drop for TaskFuture<F> {

@@ -60,6 +60,10 @@ pub(crate) fn set(p: UnjoinedPanic) {
 /// A task's panic was dropped unseen: apply the policy.
 pub(crate) fn dropped_unseen() {
     if POLICY.load(Ordering::Relaxed) == UnjoinedPanic::Exit as u8 {
+        crate::sched::trace::auto::before_exit(|| crate::sched::trace::auto::Why {
+            tag: "panic",
+            line: "a task panicked and nobody joins it (UnjoinedPanic::Exit)".into(),
+        });
         eprintln!(
             "goro: a task panicked and nobody joins it: exiting with status 2 \
              (UnjoinedPanic::Exit; Builder::unjoined_panic or GORO_PANIC=continue keeps running)"

@@ -87,6 +87,7 @@ pub(crate) fn from_env(sched: &Arc<Sched>) -> io::Result<()> {
 /// the runtime's counters beside it, `path.stats.json`, for checking the
 /// trace against them (`scripts/check-trace.py`).
 pub(crate) fn runtime_dropped(sched: &Sched, stats: crate::Stats) {
+    super::auto::stop(sched);
     let env = sched
         .trace
         .env

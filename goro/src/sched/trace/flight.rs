@@ -11,6 +11,7 @@ use super::buf::Chunk;
 use super::clock::{Stamp, ToNs};
 use super::compact::file;
 use super::session::{begin, busy, calibrate, end, Session};
+use super::Trace;
 use crate::sched::Sched;
 use std::io::{self, Write};
 use std::sync::atomic::Ordering;
@@ -56,6 +57,17 @@ pub(crate) fn flight_start(
     window: Duration,
     max_bytes: usize,
 ) -> io::Result<FlightRecorder> {
+    flight_begin(&sched.trace, window, max_bytes)?;
+    Ok(FlightRecorder {
+        sched: sched.clone(),
+        window,
+        max_bytes,
+    })
+}
+
+/// Starts a flight recorder session on `t` (checked bounds; busy if any
+/// session runs).
+pub(crate) fn flight_begin(t: &Trace, window: Duration, max_bytes: usize) -> io::Result<()> {
     if window.is_zero() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -71,7 +83,6 @@ pub(crate) fn flight_start(
             ),
         ));
     }
-    let t = &sched.trace;
     let mut session = t.session.lock().unwrap_or_else(|e| e.into_inner());
     if session.is_some() {
         return Err(busy());
@@ -82,11 +93,7 @@ pub(crate) fn flight_start(
     let ticks = to_ns.ticks_for(window.as_nanos().min(u64::MAX as u128) as u64);
     begin(t, Some((max_bytes, ticks)));
     *session = Some(Session::Flight { start, calib });
-    Ok(FlightRecorder {
-        sched: sched.clone(),
-        window,
-        max_bytes,
-    })
+    Ok(())
 }
 
 impl FlightRecorder {
@@ -94,46 +101,7 @@ impl FlightRecorder {
     /// unless they outgrew the byte bound) to `w` in Perfetto's format.
     /// Recording goes on meanwhile.
     pub fn snapshot(&self, mut w: impl Write) -> io::Result<()> {
-        let t = &self.sched.trace;
-        let (start, calib) = match &*t.session.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(Session::Flight { start, calib }) => (*start, *calib),
-            _ => return Err(io::Error::other("goro: the flight recorder was stopped")),
-        };
-        let to_ns = ToNs::new(start, calib);
-        // A consistent cut: the sources are read one after another while
-        // their owners go on appending, so everything from a moment
-        // before the first read on is left out (else one P's late
-        // events would be in and another's not). A millisecond covers
-        // a writer between its clock read and its append.
-        let mark = super::clock::ticks().saturating_sub(to_ns.ticks_for(1_000_000));
-        let chunks: Vec<Arc<Chunk>> = {
-            let l = t.buf.lists.lock().unwrap_or_else(|e| e.into_inner());
-            l.full
-                .iter()
-                .chain(l.current.iter().flatten())
-                .cloned()
-                .collect()
-        };
-        let mut raw = Vec::new();
-        file::header(&mut raw, t.procs(), start);
-        file::clock(&mut raw, calib);
-        for (tid, name) in super::THREAD_NAMES
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .enumerate()
-        {
-            if !name.is_empty() {
-                file::thread(&mut raw, tid as u64, name);
-            }
-        }
-        // Full chunks in the order they filled, then each source's
-        // current one: one source's chunks stay in order.
-        for c in &chunks {
-            file::chunk(&mut raw, c.src, true, c.published(0));
-        }
-        drop(chunks);
-        file::mark(&mut raw, file::R_CUT, mark);
+        let raw = raw_snapshot(&self.sched.trace)?;
         super::compact::to_perfetto(&raw[..], &mut w)?;
         w.flush()
     }
@@ -165,12 +133,61 @@ impl FlightRecorder {
 
 impl Drop for FlightRecorder {
     fn drop(&mut self) {
-        let t = &self.sched.trace;
-        let mut session = t.session.lock().unwrap_or_else(|e| e.into_inner());
-        if matches!(*session, Some(Session::Flight { .. })) {
-            *session = None;
-            end(t);
-            t.buf.reset(t.gen.load(Ordering::Relaxed));
+        flight_stop(&self.sched.trace);
+    }
+}
+
+/// Ends a flight recorder session, if one runs, and frees its chunks.
+pub(crate) fn flight_stop(t: &Trace) {
+    let mut session = t.session.lock().unwrap_or_else(|e| e.into_inner());
+    if matches!(*session, Some(Session::Flight { .. })) {
+        *session = None;
+        end(t);
+        t.buf.reset(t.gen.load(Ordering::Relaxed));
+    }
+}
+
+/// What a flight recorder session holds now, in the raw form (as
+/// `GORO_TRACE_RAW` writes it): a copy of its chunks' bytes, no
+/// conversion.
+pub(crate) fn raw_snapshot(t: &Trace) -> io::Result<Vec<u8>> {
+    let (start, calib) = match &*t.session.lock().unwrap_or_else(|e| e.into_inner()) {
+        Some(Session::Flight { start, calib }) => (*start, *calib),
+        _ => return Err(io::Error::other("goro: the flight recorder was stopped")),
+    };
+    let to_ns = ToNs::new(start, calib);
+    // A consistent cut: the sources are read one after another while
+    // their owners go on appending, so everything from a moment before
+    // the first read on is left out (else one P's late events would be
+    // in and another's not). A millisecond covers a writer between its
+    // clock read and its append.
+    let mark = super::clock::ticks().saturating_sub(to_ns.ticks_for(1_000_000));
+    let chunks: Vec<Arc<Chunk>> = {
+        let l = t.buf.lists.lock().unwrap_or_else(|e| e.into_inner());
+        l.full
+            .iter()
+            .chain(l.current.iter().flatten())
+            .cloned()
+            .collect()
+    };
+    let mut raw = Vec::new();
+    file::header(&mut raw, t.procs(), start);
+    file::clock(&mut raw, calib);
+    for (tid, name) in super::THREAD_NAMES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .enumerate()
+    {
+        if !name.is_empty() {
+            file::thread(&mut raw, tid as u64, name);
         }
     }
+    // Full chunks in the order they filled, then each source's current
+    // one: one source's chunks stay in order.
+    for c in &chunks {
+        file::chunk(&mut raw, c.src, true, c.published(0));
+    }
+    file::mark(&mut raw, file::R_CUT, mark);
+    Ok(raw)
 }

@@ -110,6 +110,7 @@
 //! An arrow (a flow) goes from each wake-up, and from each spawn, to the
 //! poll it led to. Open the file at <https://ui.perfetto.dev>.
 
+pub(crate) mod auto;
 mod buf;
 pub(crate) mod clock;
 mod compact;
@@ -119,6 +120,7 @@ mod perfetto;
 mod proto;
 mod session;
 
+pub use auto::{DEFAULT_FLIGHT_INTERVAL, DEFAULT_FLIGHT_LATENCY, FLIGHT_BYTES, FLIGHT_WINDOW};
 pub use compact::Converted;
 pub(crate) use env::{from_env, runtime_dropped};
 pub(crate) use flight::flight_start;
@@ -197,6 +199,8 @@ pub(crate) struct Trace {
     kick: session::Kick,
     /// The `GORO_TRACE` session's file, stopped when the runtime drops.
     env: std::sync::Mutex<Option<env::EnvTrace>>,
+    /// The always-on flight recorder (`GORO_FLIGHT`).
+    pub(crate) auto: auto::Auto,
 }
 
 impl Trace {
@@ -215,6 +219,7 @@ impl Trace {
             session: std::sync::Mutex::new(None),
             kick: session::Kick::default(),
             env: std::sync::Mutex::new(None),
+            auto: auto::Auto::default(),
         }
     }
 

@@ -1,0 +1,261 @@
+//! The always-on flight recorder (`Builder::flight_dir`, `GORO_FLIGHT`):
+//! each trigger writes a snapshot into the directory by itself, the rate
+//! limit holds, a snapshot converts with `goro::trace::to_perfetto` and
+//! holds what triggered it, and bad settings are refused with the
+//! accepted form (`sched/trace/auto.rs`).
+
+mod support;
+
+use goro::chan;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use support::perfetto::slices;
+
+/// How long a test waits for a snapshot file before it fails.
+const FILE_DEADLINE: Duration = Duration::from_secs(10);
+
+/// A fresh, empty directory for one test.
+fn fresh_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("goro-flight-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// The snapshot files in `dir` whose names end with `-{tag}.raw`.
+fn snapshots(dir: &Path, tag: &str) -> Vec<PathBuf> {
+    let suffix = format!("-{tag}.raw");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.ends_with(&suffix))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Waits (up to [`FILE_DEADLINE`]) for a `tag` snapshot in `dir`.
+fn wait_for_snapshot(dir: &Path, tag: &str) -> PathBuf {
+    let deadline = Instant::now() + FILE_DEADLINE;
+    loop {
+        if let Some(p) = snapshots(dir, tag).into_iter().next() {
+            return p;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {tag} snapshot in {} within {FILE_DEADLINE:?}; files there: {:?}",
+            dir.display(),
+            std::fs::read_dir(dir).map(|r| r.count()).unwrap_or(0)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The snapshot converted to Perfetto's format.
+fn perfetto(raw: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    let f = std::fs::File::open(raw).unwrap();
+    goro::trace::to_perfetto(f, &mut out)
+        .unwrap_or_else(|e| panic!("{} does not convert: {e}", raw.display()));
+    out
+}
+
+#[test]
+fn a_stuck_poll_writes_a_snapshot_that_holds_its_slice() {
+    let dir = fresh_dir("stuck");
+    let rt = goro::Runtime::builder()
+        .procs(2)
+        .flight_dir(&dir)
+        .stuck_poll_sink(|_| {}) // the report's text is stuck-poll tests' business
+        .build()
+        .unwrap();
+    let id = rt.block_on(async {
+        let h = goro::spawn_named("stall", async {
+            // A poll that blocks its thread for 60 ms, past the 20 ms
+            // threshold the recorder arms.
+            std::thread::sleep(Duration::from_millis(60));
+            goro::TaskId::current().unwrap()
+        });
+        h.await.unwrap()
+    });
+    let raw = wait_for_snapshot(&dir, "stuck");
+    let trace = perfetto(&raw);
+    let polls: Vec<_> = slices(&trace)
+        .into_iter()
+        .filter(|s| s.task == Some(id.as_u64()))
+        .collect();
+    assert!(
+        polls.iter().any(|s| s
+            .end
+            .is_some_and(|e| e - s.begin >= Duration::from_millis(50).as_nanos() as u64)),
+        "the snapshot {} has no finished poll of task {id} lasting 50 ms or more: {polls:?}",
+        raw.display()
+    );
+    drop(rt);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_panicking_task_writes_a_snapshot() {
+    let dir = fresh_dir("panic");
+    let rt = goro::Runtime::builder()
+        .procs(1)
+        .flight_dir(&dir)
+        .build()
+        .unwrap();
+    let r = rt.block_on(async { goro::spawn(async { panic!("planted: observe_flight") }).await });
+    assert!(r.unwrap_err().is_panic());
+    let raw = wait_for_snapshot(&dir, "panic");
+    assert!(!perfetto(&raw).is_empty());
+    drop(rt);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_deadlock_report_writes_a_snapshot() {
+    let dir = fresh_dir("deadlock");
+    let rt = goro::Runtime::builder()
+        .procs(1)
+        .flight_dir(&dir)
+        .deadlock(goro::Deadlock::Fail)
+        .deadlock_grace(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(async {
+            let (tx, rx) = chan::bounded::<u32>(0);
+            let h = goro::spawn_named("stuck-sender", async move { tx.send(1).await });
+            let _ = h.await;
+            drop(rx);
+        })
+    }));
+    assert!(
+        failed.is_err(),
+        "the deadlock check set to Fail fails block_on"
+    );
+    wait_for_snapshot(&dir, "deadlock");
+    drop(rt);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn high_scheduling_latency_writes_a_snapshot() {
+    let dir = fresh_dir("latency");
+    let rt = goro::Runtime::builder()
+        .procs(1)
+        .flight_dir(&dir)
+        .flight_latency(Some(Duration::from_millis(1)))
+        .build()
+        .unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s = stop.clone();
+    let d = dir.clone();
+    let waiter = std::thread::spawn(move || {
+        let p = wait_for_snapshot(&d, "latency");
+        s.store(true, std::sync::atomic::Ordering::Relaxed);
+        p
+    });
+    rt.block_on(async {
+        // A hog that blocks its P for 2 ms per poll, and sleepers whose
+        // timers fire meanwhile: every wake waits behind the hog.
+        let mut tasks = Vec::new();
+        for _ in 0..50 {
+            let stop = stop.clone();
+            tasks.push(goro::spawn(async move {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    goro::time::sleep(Duration::from_micros(500)).await;
+                }
+            }));
+        }
+        let stop = stop.clone();
+        tasks.push(goro::spawn(async move {
+            let deadline = Instant::now() + FILE_DEADLINE;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+                goro::yield_now().await;
+            }
+        }));
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    let raw = waiter.join().expect("a latency snapshot");
+    assert!(!perfetto(&raw).is_empty());
+    drop(rt);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn snapshots_are_rate_limited_and_a_manual_one_is_not() {
+    let dir = fresh_dir("rate");
+    let rt = goro::Runtime::builder()
+        .procs(1)
+        .flight_dir(&dir)
+        .flight_interval(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for _ in 0..5 {
+            let r = goro::spawn(async { panic!("planted: observe_flight") }).await;
+            assert!(r.unwrap_err().is_panic());
+        }
+    });
+    wait_for_snapshot(&dir, "panic");
+    let manual = rt.flight_snapshot().unwrap();
+    assert!(
+        manual.to_string_lossy().ends_with("-manual.raw"),
+        "{manual:?}"
+    );
+    assert!(!perfetto(&manual).is_empty());
+    // The runtime's drop ends the recorder after any pending snapshot.
+    drop(rt);
+    assert_eq!(
+        snapshots(&dir, "panic").len(),
+        1,
+        "five panics within the interval write one snapshot"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_recorder_is_one_session_and_says_so() {
+    let dir = fresh_dir("busy");
+    let rt = goro::Runtime::builder().flight_dir(&dir).build().unwrap();
+    let e = rt.flight_recorder(Duration::from_secs(1)).unwrap_err();
+    assert!(e.to_string().contains("already running"), "{e}");
+    drop(rt);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let plain = goro::Runtime::builder().build().unwrap();
+    let e = plain.flight_snapshot().unwrap_err();
+    assert!(e.to_string().contains("GORO_FLIGHT=dir"), "{e}");
+}
+
+#[test]
+fn bad_settings_name_the_accepted_form() {
+    let e = goro::Runtime::builder()
+        .flight_dir(std::env::temp_dir())
+        .flight_interval(Duration::ZERO)
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("greater than zero"), "{e}");
+    let e = goro::Runtime::builder()
+        .flight_dir(std::env::temp_dir())
+        .flight_latency(Some(Duration::from_nanos(5)))
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("100us or more"), "{e}");
+    // A file where the directory should be.
+    let file = std::env::temp_dir().join(format!("goro-flight-test-{}-file", std::process::id()));
+    std::fs::write(&file, b"x").unwrap();
+    let e = goro::Runtime::builder()
+        .flight_dir(&file)
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("cannot create it"), "{e}");
+    std::fs::remove_file(file).unwrap();
+}
