@@ -14,11 +14,27 @@ use support::perfetto::slices;
 /// How long a test waits for a snapshot file before it fails.
 const FILE_DEADLINE: Duration = Duration::from_secs(10);
 
-/// A fresh, empty directory for one test.
-fn fresh_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("goro-flight-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+/// A fresh, empty directory for one test, removed when dropped (after
+/// the runtime, which is declared after it).
+struct FlightDir(PathBuf);
+
+impl FlightDir {
+    fn new(name: &str) -> FlightDir {
+        let d =
+            std::env::temp_dir().join(format!("goro-flight-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        FlightDir(d)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for FlightDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The snapshot files in `dir` whose names end with `-{tag}.raw`.
@@ -67,10 +83,10 @@ fn perfetto(raw: &Path) -> Vec<u8> {
 
 #[test]
 fn a_stuck_poll_writes_a_snapshot_that_holds_its_slice() {
-    let dir = fresh_dir("stuck");
+    let dir = FlightDir::new("stuck");
     let rt = goro::Runtime::builder()
         .procs(2)
-        .flight_dir(&dir)
+        .flight_dir(dir.path())
         .stuck_poll_sink(|_| {}) // the report's text is stuck-poll tests' business
         .build()
         .unwrap();
@@ -83,7 +99,7 @@ fn a_stuck_poll_writes_a_snapshot_that_holds_its_slice() {
         });
         h.await.unwrap()
     });
-    let raw = wait_for_snapshot(&dir, "stuck");
+    let raw = wait_for_snapshot(dir.path(), "stuck");
     let trace = perfetto(&raw);
     let polls: Vec<_> = slices(&trace)
         .into_iter()
@@ -96,32 +112,28 @@ fn a_stuck_poll_writes_a_snapshot_that_holds_its_slice() {
         "the snapshot {} has no finished poll of task {id} lasting 50 ms or more: {polls:?}",
         raw.display()
     );
-    drop(rt);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_panicking_task_writes_a_snapshot() {
-    let dir = fresh_dir("panic");
+    let dir = FlightDir::new("panic");
     let rt = goro::Runtime::builder()
         .procs(1)
-        .flight_dir(&dir)
+        .flight_dir(dir.path())
         .build()
         .unwrap();
     let r = rt.block_on(async { goro::spawn(async { panic!("planted: observe_flight") }).await });
     assert!(r.unwrap_err().is_panic());
-    let raw = wait_for_snapshot(&dir, "panic");
+    let raw = wait_for_snapshot(dir.path(), "panic");
     assert!(!perfetto(&raw).is_empty());
-    drop(rt);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn the_deadlock_report_writes_a_snapshot() {
-    let dir = fresh_dir("deadlock");
+    let dir = FlightDir::new("deadlock");
     let rt = goro::Runtime::builder()
         .procs(1)
-        .flight_dir(&dir)
+        .flight_dir(dir.path())
         .deadlock(goro::Deadlock::Fail)
         .deadlock_grace(Duration::from_millis(20))
         .build()
@@ -138,23 +150,21 @@ fn the_deadlock_report_writes_a_snapshot() {
         failed.is_err(),
         "the deadlock check set to Fail fails block_on"
     );
-    wait_for_snapshot(&dir, "deadlock");
-    drop(rt);
-    std::fs::remove_dir_all(&dir).unwrap();
+    wait_for_snapshot(dir.path(), "deadlock");
 }
 
 #[test]
 fn high_scheduling_latency_writes_a_snapshot() {
-    let dir = fresh_dir("latency");
+    let dir = FlightDir::new("latency");
     let rt = goro::Runtime::builder()
         .procs(1)
-        .flight_dir(&dir)
+        .flight_dir(dir.path())
         .flight_latency(Some(Duration::from_millis(1)))
         .build()
         .unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let s = stop.clone();
-    let d = dir.clone();
+    let d = dir.path().to_path_buf();
     let waiter = std::thread::spawn(move || {
         let p = wait_for_snapshot(&d, "latency");
         s.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -186,16 +196,14 @@ fn high_scheduling_latency_writes_a_snapshot() {
     });
     let raw = waiter.join().expect("a latency snapshot");
     assert!(!perfetto(&raw).is_empty());
-    drop(rt);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn snapshots_are_rate_limited_and_a_manual_one_is_not() {
-    let dir = fresh_dir("rate");
+    let dir = FlightDir::new("rate");
     let rt = goro::Runtime::builder()
         .procs(1)
-        .flight_dir(&dir)
+        .flight_dir(dir.path())
         .flight_interval(Duration::from_secs(3600))
         .build()
         .unwrap();
@@ -205,7 +213,7 @@ fn snapshots_are_rate_limited_and_a_manual_one_is_not() {
             assert!(r.unwrap_err().is_panic());
         }
     });
-    wait_for_snapshot(&dir, "panic");
+    wait_for_snapshot(dir.path(), "panic");
     let manual = rt.flight_snapshot().unwrap();
     assert!(
         manual.to_string_lossy().ends_with("-manual.raw"),
@@ -215,21 +223,21 @@ fn snapshots_are_rate_limited_and_a_manual_one_is_not() {
     // The runtime's drop ends the recorder after any pending snapshot.
     drop(rt);
     assert_eq!(
-        snapshots(&dir, "panic").len(),
+        snapshots(dir.path(), "panic").len(),
         1,
         "five panics within the interval write one snapshot"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn the_recorder_is_one_session_and_says_so() {
-    let dir = fresh_dir("busy");
-    let rt = goro::Runtime::builder().flight_dir(&dir).build().unwrap();
+    let dir = FlightDir::new("busy");
+    let rt = goro::Runtime::builder()
+        .flight_dir(dir.path())
+        .build()
+        .unwrap();
     let e = rt.flight_recorder(Duration::from_secs(1)).unwrap_err();
     assert!(e.to_string().contains("already running"), "{e}");
-    drop(rt);
-    std::fs::remove_dir_all(&dir).unwrap();
     let plain = goro::Runtime::builder().build().unwrap();
     let e = plain.flight_snapshot().unwrap_err();
     assert!(e.to_string().contains("GORO_FLIGHT=dir"), "{e}");

@@ -311,18 +311,10 @@ impl Builder {
             Err(_) => return Err(invalid("GORO_POLICY is not valid UTF-8".into())),
         };
         let schedtrace = schedtrace_from_env().map_err(invalid)?;
-        let stuck_poll = match stuck_from_env().map_err(invalid)? {
+        let stuck_poll = match threshold_from_env("GORO_STUCK").map_err(invalid)? {
             Some(v) => v,
             None => match self.stuck_poll {
-                Some(t) => {
-                    if let Some(d) = t.filter(|&d| d < MIN_STUCK) {
-                        return Err(invalid(format!(
-                            "goro: stuck_poll(Some({d:?})) is out of range: accepted None (off) \
-                             or Some(d) with d of 100us or more"
-                        )));
-                    }
-                    t
-                }
+                Some(t) => check_threshold("stuck_poll", t).map_err(invalid)?,
                 // The flight recorder's stuck-poll trigger needs the watch.
                 None => flight.as_ref().map(|_| DEFAULT_TEST_STUCK_POLL),
             },
@@ -384,20 +376,23 @@ impl Builder {
         if let Some(cfg) = flight {
             crate::sched::trace::auto::start(&sched, cfg)?;
         }
-        sched.start_monitor(
+        if let Err(e) = sched.start_monitor(
             Box::new(monitor::RuntimeHooks::new(detector.clone())),
             stuck_poll,
             self.stuck_sink.map(|s| s.0),
-        )?;
+        ) {
+            // No Runtime will drop to stop the recorder's thread, which
+            // holds the scheduler.
+            crate::sched::trace::auto::stop(&sched);
+            return Err(e);
+        }
         Ok(Runtime {
             sched,
             deadlock: detector,
             source,
         })
     }
-}
 
-impl Builder {
     /// The flight recorder's settings, from `GORO_FLIGHT` and
     /// `GORO_FLIGHT_LATENCY` over the builder's; `None`: off.
     fn flight_config(&self) -> Result<Option<crate::sched::trace::auto::Config>, String> {
@@ -405,30 +400,13 @@ impl Builder {
         else {
             return Ok(None);
         };
-        let latency = match env_var("GORO_FLIGHT_LATENCY", STUCK_ACCEPTED)? {
-            Some(v) => match v.trim() {
-                "off" | "0" => None,
-                t => match super::policy::parse_duration(t) {
-                    Some(d) if d >= MIN_STUCK => Some(d),
-                    _ => {
-                        return Err(format!(
-                            "GORO_FLIGHT_LATENCY='{v}' is invalid: accepted {STUCK_ACCEPTED}"
-                        ))
-                    }
-                },
-            },
-            None => {
-                let t = self
-                    .flight_latency
-                    .unwrap_or(Some(crate::sched::trace::DEFAULT_FLIGHT_LATENCY));
-                if let Some(d) = t.filter(|&d| d < MIN_STUCK) {
-                    return Err(format!(
-                        "goro: flight_latency(Some({d:?})) is out of range: accepted None (off) \
-                         or Some(d) with d of 100us or more"
-                    ));
-                }
-                t
-            }
+        let latency = match threshold_from_env("GORO_FLIGHT_LATENCY")? {
+            Some(v) => v,
+            None => check_threshold(
+                "flight_latency",
+                self.flight_latency
+                    .unwrap_or(Some(crate::sched::trace::DEFAULT_FLIGHT_LATENCY)),
+            )?,
         };
         let interval = self
             .flight_interval
@@ -484,9 +462,10 @@ fn update_procs_from_env() -> Result<bool, String> {
     }
 }
 
-/// `GORO_STUCK`: `Some(threshold)` when set (`Some(None)`: off).
-fn stuck_from_env() -> Result<Option<Option<Duration>>, String> {
-    let Some(v) = env_var("GORO_STUCK", STUCK_ACCEPTED)? else {
+/// A threshold variable (`GORO_STUCK`, `GORO_FLIGHT_LATENCY`):
+/// `Some(threshold)` when set (`Some(None)`: off).
+fn threshold_from_env(name: &str) -> Result<Option<Option<Duration>>, String> {
+    let Some(v) = env_var(name, STUCK_ACCEPTED)? else {
         return Ok(None);
     };
     match v.trim() {
@@ -494,9 +473,21 @@ fn stuck_from_env() -> Result<Option<Option<Duration>>, String> {
         t => match super::policy::parse_duration(t) {
             Some(d) if d >= MIN_STUCK => Ok(Some(Some(d))),
             _ => Err(format!(
-                "GORO_STUCK='{v}' is invalid: accepted {STUCK_ACCEPTED}"
+                "{name}='{v}' is invalid: accepted {STUCK_ACCEPTED}"
             )),
         },
+    }
+}
+
+/// A threshold setting of the builder (`stuck_poll`, `flight_latency`):
+/// `None` (off) or at least [`MIN_STUCK`].
+fn check_threshold(setting: &str, t: Option<Duration>) -> Result<Option<Duration>, String> {
+    match t {
+        Some(d) if d < MIN_STUCK => Err(format!(
+            "goro: {setting}(Some({d:?})) is out of range: accepted None (off) or Some(d) with d \
+             of 100us or more"
+        )),
+        t => Ok(t),
     }
 }
 
