@@ -63,6 +63,14 @@
 //! # drop(rt);
 //! ```
 //!
+//! A flight recorder (this one or a [`FlightRecorder`]) reads the clock
+//! once per poll rather than once per event, which makes it several
+//! times cheaper: a wake or a spawn inside a poll is stamped at the
+//! poll's start, and a poll that follows another on its P may start up
+//! to one pass of the scheduler early. Polls and their order, what a
+//! flight recorder is for, stay right, and their lengths to within that
+//! pass; `trace_start` and `GORO_TRACE` stamp every event exactly.
+//!
 //! The recorder itself lives with the scheduler whose events it records
 //! (`sched/trace/`, whose header explains its design); this module is its
 //! public face.

@@ -78,6 +78,11 @@ fn work(rt: &goro::Runtime) {
         drop(tx);
         assert_eq!(h.await.unwrap(), 4950);
         goro::time::sleep(Duration::from_millis(1)).await;
+        // A wake for certain: the receiver above may find a sender
+        // waiting each time and never park, but a sleeping task is woken.
+        goro::spawn(goro::time::sleep(Duration::from_millis(1)))
+            .await
+            .unwrap();
         goro::spawn(async { goro::block_in_place(|| 1) })
             .await
             .unwrap();

@@ -138,6 +138,43 @@ pub(crate) struct WState {
     gen: u64,
     chunk: Option<Arc<Chunk>>,
     enc: EncState,
+    /// The last clock read on this source, and whether a task event may
+    /// still take it as its stamp ([`Stamps::PerPoll`]).
+    last_ticks: u64,
+    fresh: bool,
+}
+
+/// How a P's events are stamped.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Stamps {
+    /// A clock read per event (`trace_start`, `GORO_TRACE`,
+    /// `GORO_TRACE_RAW`): exact times.
+    PerEvent,
+    /// A clock read per poll (flight-recorder sessions): the end of a
+    /// poll reads the clock; the task events that follow it on the same
+    /// P (a spawn, a wake, a destroy, the next poll's start) and those
+    /// inside the next poll take that stamp, until some other event
+    /// (a P handed off, a spin, a steal, timers, the network poller)
+    /// reads the clock again. A poll's start may so show up to one pass
+    /// of the scheduler early, and a wake or spawn inside a poll at the
+    /// poll's start; slices and their order stay right. The clock read
+    /// is most of an event's cost (`trace/mod.rs`).
+    PerPoll,
+}
+
+/// Whether an event of kind `k` may take the source's last stamp.
+#[inline(always)]
+fn takes_last_stamp(k: u8) -> bool {
+    use super::kind::{CREATE, DESTROY, POLL_START, PREEMPT, UNBLOCK};
+    matches!(k, POLL_START | CREATE | UNBLOCK | DESTROY | PREEMPT)
+}
+
+/// Whether an event of kind `k` leaves a stamp later task events may
+/// take: the poll events (its start and end frame what follows).
+#[inline(always)]
+fn leaves_stamp(k: u8) -> bool {
+    use super::kind::{POLL_END, POLL_START};
+    matches!(k, POLL_START | POLL_END)
 }
 
 /// The writer's side of one P's buffer: touched only by the P's owner.
@@ -157,10 +194,13 @@ impl PWriter {
     }
 
     /// # Safety
-    /// The caller holds the P this writer belongs to.
-    unsafe fn with<R>(&self, f: impl FnOnce(&mut WState) -> R) -> R {
+    /// The caller holds the P this writer belongs to, and drops the
+    /// reference before it lets go of the P.
+    #[allow(clippy::mut_from_ref)]
+    #[inline(always)]
+    unsafe fn state(&self) -> &mut WState {
         // SAFETY: the contract makes us the only thread in here.
-        f(unsafe { &mut *self.state.get() })
+        unsafe { &mut *self.state.get() }
     }
 }
 
@@ -238,23 +278,48 @@ impl Chunks {
         };
     }
 
-    /// Appends an event to P `p`'s chunk, read at `ticks`.
+    /// Appends an event to P `p`'s chunk, stamped as `stamps` says.
     ///
     /// # Safety
     /// The calling thread holds P `p`.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn push_p(
         &self,
         p: usize,
         gen: u64,
-        ticks: u64,
+        stamps: Stamps,
         ev: &Event<'_>,
         on_full: &dyn OnFull,
     ) {
-        // SAFETY: the caller holds P `p` (contract).
-        unsafe {
-            self.writers[p].with(|st| self.push(p, st, gen, ticks, ev, on_full));
+        // SAFETY: the caller holds P `p` (contract), and `st` dies here.
+        let st = unsafe { self.writers[p].state() };
+        let reuse =
+            stamps == Stamps::PerPoll && st.fresh && st.gen == gen && takes_last_stamp(ev.kind);
+        let ticks = if reuse {
+            st.last_ticks
+        } else {
+            super::clock::ticks()
+        };
+        st.last_ticks = ticks;
+        st.fresh = leaves_stamp(ev.kind) || reuse;
+        // The hot path: the chunk of this session has room (and the
+        // hottest: the event needs neither definitions nor its thread).
+        if st.gen == gen {
+            if let Some(c) = &st.chunk {
+                // SAFETY: `st` is this P's writer state, so we are the
+                // chunk's one writer; the slice dies before `commit`.
+                if let Some(space) = unsafe { c.space() } {
+                    let n = if ev.create.is_none() && st.enc.plain(ev.tid) {
+                        st.enc.encode_plain(ticks, ev.kind, ev.a, ev.b, space)
+                    } else {
+                        st.enc.encode(ticks, ev, space)
+                    };
+                    c.commit(n, ticks);
+                    return;
+                }
+            }
         }
+        self.push(p, st, gen, ticks, ev, on_full)
     }
 
     /// Appends an event to the no-P buffer; its timestamp is read here,
@@ -266,7 +331,7 @@ impl Chunks {
         self.push(self.procs, &mut st, gen, ticks, ev, on_full);
     }
 
-    #[inline]
+    #[inline(never)]
     fn push(
         &self,
         src: usize,
@@ -334,5 +399,85 @@ impl Chunks {
         }
         st.gen = gen;
         l.current[src] = Some(fresh);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::trace::compact::{Ev, TICK_SHIFT};
+    use crate::sched::trace::kind::*;
+
+    struct Keep;
+    impl OnFull for Keep {
+        fn full(&self, _: &mut ChunkLists) {}
+    }
+
+    fn ev(kind: u8, a: u64, b: u64) -> Event<'static> {
+        Event {
+            kind,
+            tid: 1,
+            a,
+            b,
+            create: None,
+        }
+    }
+
+    /// Records `kinds` on P 0 as `stamps` says, letting the clock move on
+    /// by at least one unit before each, and decodes them.
+    fn record(stamps: Stamps, kinds: &[u8]) -> Vec<Ev> {
+        let c = Chunks::new(1);
+        c.reset(1);
+        let spawn = crate::sched::trace::compact::Create {
+            parent: 0,
+            blocking: false,
+            site: std::panic::Location::caller(),
+            name: None,
+        };
+        for (i, &k) in kinds.iter().enumerate() {
+            let t = super::super::clock::ticks();
+            while super::super::clock::ticks() < t + (2 << TICK_SHIFT) {
+                std::hint::spin_loop();
+            }
+            let e = Event {
+                create: (k == CREATE).then_some(&spawn),
+                ..ev(k, 10 + i as u64, 0)
+            };
+            // SAFETY: this thread is the only writer of the test's P 0.
+            unsafe { c.push_p(0, 1, stamps, &e, &Keep) };
+        }
+        let l = c.lists.lock().unwrap();
+        let chunk = l.current[0].as_ref().expect("P 0's chunk");
+        let mut out = Vec::new();
+        crate::sched::trace::compact::decode_chunk(chunk.published(0), &mut out);
+        out
+    }
+
+    #[test]
+    fn per_poll_stamps_read_the_clock_at_poll_ends_and_other_events() {
+        let kinds = [
+            PROC_START, POLL_START, CREATE, UNBLOCK, POLL_END, DESTROY, POLL_START, PREEMPT,
+            POLL_END, STEAL, UNBLOCK, POLL_START, POLL_END,
+        ];
+        let evs = record(Stamps::PerPoll, &kinds);
+        assert_eq!(evs.len(), kinds.len());
+        let ts: Vec<u64> = evs.iter().map(|e| e.ts).collect();
+        // Reads at: PROC_START, the first POLL_START (after a P event),
+        // each POLL_END, STEAL, and the UNBLOCK and POLL_START after it
+        // (no poll event since the steal); every other event takes the
+        // stamp before it.
+        let reads = [0, 1, 4, 8, 9, 10, 11, 12];
+        for i in 1..ts.len() {
+            if reads.contains(&i) {
+                assert!(ts[i] > ts[i - 1], "event {i} ({}) reads: {ts:?}", kinds[i]);
+            } else {
+                assert_eq!(ts[i], ts[i - 1], "event {i} ({}) reuses: {ts:?}", kinds[i]);
+            }
+        }
+        let exact = record(Stamps::PerEvent, &kinds);
+        assert!(
+            exact.windows(2).all(|w| w[1].ts > w[0].ts),
+            "per event, every event reads the clock"
+        );
     }
 }

@@ -64,12 +64,18 @@
 //!   shared table on the spawn path, and a flight recorder that drops old
 //!   chunks would drop definitions the chunks left still use. Per-chunk
 //!   interning costs one definition per site per 64 KiB.
-//! * **One clock read per poll instead of per event** (a wake inside a
-//!   poll taking the poll's start time): not built. Go reads its clock
-//!   per event too; with the writer thread's packets gone, a hop's three
-//!   TSC reads are most of what is left, but the trace is within 2.5x of
-//!   untraced on the hand-off rows with them (`BENCH_RESULTS.md`), and
-//!   sharing a read would put wakes at the wrong time on the timeline.
+//! * **One clock read per poll instead of per event, for every
+//!   session.** A hop's three TSC reads (17-30 ns each on the 2-core VM)
+//!   were half of what a recorded event cost. Sharing one read puts a
+//!   wake or a spawn at the start of the poll that made it, and a poll's
+//!   start up to one pass of the scheduler early: fine for a flight
+//!   recorder, which is about what ran when a stall came, not for a
+//!   trace someone opens to read a timeline. So a session started with
+//!   `trace_start`, `GORO_TRACE` or `GORO_TRACE_RAW` reads the clock per
+//!   event, and a flight recorder's (`GORO_FLIGHT`, [`FlightRecorder`])
+//!   per poll (`buf::Stamps`): with it and the event's out-of-line copy
+//!   per kind (`emit`), the flight recorder costs 1.1-1.35x on the
+//!   hand-off rows where it cost 1.6-2.4x (`BENCH_RESULTS.md`).
 //! * **Nanoseconds in the file**: a `clock_gettime` costs ~60 ns here,
 //!   the TSC 17-30 ns; ticks become nanoseconds when converted, through
 //!   two stamps in the file (`clock.rs`).
@@ -223,6 +229,17 @@ impl Trace {
         }
     }
 
+    /// How this session stamps P events: per poll for a flight recorder
+    /// (its bytes bound is set), per event otherwise (`buf::Stamps`).
+    #[inline(always)]
+    fn stamps(&self) -> buf::Stamps {
+        if self.flight_max_bytes.load(Ordering::Relaxed) != 0 {
+            buf::Stamps::PerPoll
+        } else {
+            buf::Stamps::PerEvent
+        }
+    }
+
     /// Whether a session runs: the one check every hook makes.
     #[inline(always)]
     pub(crate) fn on(&self) -> bool {
@@ -263,34 +280,49 @@ static NEXT_TID: AtomicU64 = AtomicU64::new(1);
 /// Thread names by trace thread number, for the M tracks.
 pub(crate) static THREAD_NAMES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
+/// This thread's trace number (a track in Perfetto), given on first use.
 fn tid() -> u64 {
-    CTX.try_with(|c| {
-        let t = &c.trace_tid;
-        let v = t.get();
-        if v != 0 {
-            return u64::from(v);
-        }
-        let v = NEXT_TID.fetch_add(1, Ordering::Relaxed);
-        t.set(v as u32);
-        let name = std::thread::current()
-            .name()
-            .map_or_else(|| format!("thread {v}"), str::to_owned);
-        let mut names = THREAD_NAMES.lock().unwrap_or_else(|e| e.into_inner());
-        if names.len() <= v as usize {
-            names.resize(v as usize + 1, String::new());
-        }
-        names[v as usize] = name;
-        v
-    })
-    .unwrap_or(0)
+    CTX.try_with(tid_of).unwrap_or(0)
 }
 
-/// Records one event of `sched` from the current thread: into the P it
-/// holds, else into the no-P buffer.
+#[inline(always)]
+fn tid_of(c: &crate::sched::context::Ctx) -> u64 {
+    match c.trace_tid.get() {
+        0 => new_tid(c),
+        v => u64::from(v),
+    }
+}
+
+#[cold]
+fn new_tid(c: &crate::sched::context::Ctx) -> u64 {
+    let v = NEXT_TID.fetch_add(1, Ordering::Relaxed);
+    c.trace_tid.set(v as u32);
+    let name = std::thread::current()
+        .name()
+        .map_or_else(|| format!("thread {v}"), str::to_owned);
+    let mut names = THREAD_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if names.len() <= v as usize {
+        names.resize(v as usize + 1, String::new());
+    }
+    names[v as usize] = name;
+    v
+}
+
+/// Records one event of kind `K` without definitions, out of line: one
+/// copy per kind, so that the kind's argument layout is known where the
+/// event is encoded (`compact::args`) and costs no branch.
 #[inline(never)]
-fn emit(
+fn emit<const K: u8>(sched: &Sched, p: Option<usize>, tid: u64, a: u64, b: u64) {
+    record(sched, p, tid, K, a, b, None);
+}
+
+/// Records one event of `sched` from the current thread (trace number
+/// `tid`): into the P it holds, else into the no-P buffer.
+#[inline(always)]
+fn record(
     sched: &Sched,
     p: Option<usize>,
+    tid: u64,
     k: u8,
     a: u64,
     b: u64,
@@ -300,7 +332,7 @@ fn emit(
     let gen = t.gen.load(Ordering::Relaxed);
     let ev = compact::Event {
         kind: k,
-        tid: tid(),
+        tid,
         a,
         b,
         create,
@@ -311,36 +343,55 @@ fn emit(
     match p.filter(|&p| p < t.buf.procs()) {
         // SAFETY: `p` is the P this thread holds (`current_p`, or the
         // caller's own P).
-        Some(p) => unsafe { t.buf.push_p(p, gen, clock::ticks(), &ev, t) },
+        Some(p) => unsafe { t.buf.push_p(p, gen, t.stamps(), &ev, t) },
         None => t.buf.push_shared(gen, &ev, t),
     }
 }
 
+/// The P the current thread holds in `sched`, and its trace number, in
+/// one read of the thread's context.
+#[inline]
+fn p_and_tid(sched: &Sched) -> (Option<usize>, u64) {
+    CTX.try_with(|c| {
+        let p = if std::ptr::eq(c.sched.get(), sched) {
+            crate::sched::context::held_id(c)
+        } else {
+            None
+        };
+        (p, tid_of(c))
+    })
+    .unwrap_or((None, 0))
+}
+
 /// An event of `sched` from the current thread, wherever it runs.
 #[inline]
-fn event(sched: &Sched, k: u8, a: u64, b: u64) {
-    emit(sched, current_p(sched), k, a, b, None);
+fn event<const K: u8>(sched: &Sched, a: u64, b: u64) {
+    let (p, tid) = p_and_tid(sched);
+    emit::<K>(sched, p, tid, a, b);
 }
 
 /// The runtime the current thread works for (an M, a `block_on` caller,
-/// a blocking-pool thread) and the P it holds, if tracing is on in it.
+/// a blocking-pool thread), the P it holds and its trace number, if
+/// tracing is on in it.
 #[inline]
-fn traced_here<'a>() -> Option<(&'a Sched, Option<usize>)> {
-    // SAFETY: the reference is used only by the hook that asked, on this
-    // thread, before it returns to the scheduler.
-    let (s, p) = unsafe { crate::sched::context::current() };
-    match s {
-        Some(s) => s.trace.on().then_some((s, p)),
-        None => {
-            let b = CTX
-                .try_with(|c| c.trace_blocking.get())
-                .unwrap_or(std::ptr::null());
-            // SAFETY: set by `blocking_thread` for the life of the thread's
-            // body, which holds an `Arc` of the runtime.
-            let s = unsafe { b.as_ref() }?;
-            s.trace.on().then_some((s, None))
-        }
-    }
+fn traced_here<'a>() -> Option<(&'a Sched, Option<usize>, u64)> {
+    let (s, p, tid) = CTX
+        .try_with(|c| {
+            let s = c.sched.get();
+            if s.is_null() {
+                (c.trace_blocking.get(), None, tid_of(c))
+            } else {
+                (s, crate::sched::context::held_id(c), tid_of(c))
+            }
+        })
+        .ok()?;
+    // SAFETY: a runtime pointer in the context is kept alive by its
+    // setter (`m_main`, `EnterGuard`; `blocking_thread` for a pool
+    // thread's, which holds an `Arc` of the runtime) until this thread
+    // leaves it; the reference is used only by the hook that asked, on
+    // this thread, before it returns to the scheduler.
+    let s = unsafe { s.as_ref() }?;
+    s.trace.on().then_some((s, p, tid))
 }
 
 // ---- hooks: each inlined to a flag check, the work out of line ----
@@ -361,14 +412,8 @@ fn create_slow(sched: &Sched, meta: &TaskMeta, blocking: bool) {
         site: meta.location,
         name: meta.name(),
     };
-    emit(
-        sched,
-        current_p(sched),
-        kind::CREATE,
-        meta.id.0,
-        0,
-        Some(&c),
-    );
+    let (p, tid) = p_and_tid(sched);
+    record(sched, p, tid, kind::CREATE, meta.id.0, 0, Some(&c));
 }
 
 /// A task's poll begins (`TaskFuture::poll`).
@@ -382,8 +427,8 @@ pub(crate) fn poll_start(id: TaskId) {
 #[cold]
 fn poll_start_slow(id: TaskId) {
     let _ = CTX.try_with(|c| c.trace_note.set(0));
-    if let Some((s, p)) = traced_here() {
-        emit(s, p, kind::POLL_START, id.0, 0, None);
+    if let Some((s, p, tid)) = traced_here() {
+        emit::<{ kind::POLL_START }>(s, p, tid, id.0, 0);
     }
 }
 
@@ -407,8 +452,8 @@ pub(crate) fn poll_finished(id: TaskId) {
 
 #[cold]
 fn poll_end_slow(id: TaskId, out: u64) {
-    if let Some((s, p)) = traced_here() {
-        emit(s, p, kind::POLL_END, id.0, out, None);
+    if let Some((s, p, tid)) = traced_here() {
+        emit::<{ kind::POLL_END }>(s, p, tid, id.0, out);
     }
 }
 
@@ -424,11 +469,16 @@ pub(crate) fn yielded() {
 #[inline]
 pub(crate) fn preempted() {
     if ANY_ON.load(Ordering::Relaxed) != 0 {
-        let _ = CTX.try_with(|c| c.trace_note.set(OUT_PREEMPTED));
-        if let Some((s, p)) = traced_here() {
-            let id = crate::sched::task::meta::current_task().map_or(0, |t| t.0);
-            emit(s, p, kind::PREEMPT, id, 0, None);
-        }
+        preempted_slow();
+    }
+}
+
+#[cold]
+fn preempted_slow() {
+    let _ = CTX.try_with(|c| c.trace_note.set(OUT_PREEMPTED));
+    if let Some((s, p, tid)) = traced_here() {
+        let id = crate::sched::task::meta::current_task().map_or(0, |t| t.0);
+        emit::<{ kind::PREEMPT }>(s, p, tid, id, 0);
     }
 }
 
@@ -436,9 +486,14 @@ pub(crate) fn preempted() {
 #[inline]
 pub(crate) fn destroy(meta: &TaskMeta) {
     if ANY_ON.load(Ordering::Relaxed) != 0 {
-        if let Some((s, p)) = traced_here() {
-            emit(s, p, kind::DESTROY, meta.id.0, 0, None);
-        }
+        destroy_slow(meta.id);
+    }
+}
+
+#[cold]
+fn destroy_slow(id: TaskId) {
+    if let Some((s, p, tid)) = traced_here() {
+        emit::<{ kind::DESTROY }>(s, p, tid, id.0, 0);
     }
 }
 
@@ -447,16 +502,21 @@ pub(crate) fn destroy(meta: &TaskMeta) {
 #[inline]
 pub(crate) fn unblock(sched: &Sched, meta: &TaskMeta) {
     if sched.trace.on() {
-        let by = crate::sched::task::meta::current_task().map_or(0, |t| t.0);
-        event(sched, kind::UNBLOCK, meta.id.0, by);
+        unblock_slow(sched, meta.id);
     }
+}
+
+#[cold]
+fn unblock_slow(sched: &Sched, id: TaskId) {
+    let by = crate::sched::task::meta::current_task().map_or(0, |t| t.0);
+    event::<{ kind::UNBLOCK }>(sched, id.0, by);
 }
 
 /// The current M took P `p` (`acquirep`).
 #[inline]
 pub(crate) fn proc_start(sched: &Sched, p: usize) {
     if sched.trace.on() {
-        emit(sched, Some(p), kind::PROC_START, p as u64, 0, None);
+        emit::<{ kind::PROC_START }>(sched, Some(p), tid(), p as u64, 0);
     }
 }
 
@@ -465,7 +525,7 @@ pub(crate) fn proc_start(sched: &Sched, p: usize) {
 pub(crate) fn proc_stop(sched: &Sched) {
     if sched.trace.on() {
         if let Some(p) = current_p(sched) {
-            emit(sched, Some(p), kind::PROC_STOP, p as u64, 0, None);
+            emit::<{ kind::PROC_STOP }>(sched, Some(p), tid(), p as u64, 0);
         }
     }
 }
@@ -474,7 +534,7 @@ pub(crate) fn proc_stop(sched: &Sched) {
 #[inline]
 pub(crate) fn spin_start(sched: &Sched) {
     if sched.trace.on() {
-        event(sched, kind::SPIN_START, 0, 0);
+        event::<{ kind::SPIN_START }>(sched, 0, 0);
     }
 }
 
@@ -482,7 +542,7 @@ pub(crate) fn spin_start(sched: &Sched) {
 #[inline]
 pub(crate) fn spin_stop(sched: &Sched) {
     if sched.trace.on() {
-        event(sched, kind::SPIN_STOP, 0, 0);
+        event::<{ kind::SPIN_STOP }>(sched, 0, 0);
     }
 }
 
@@ -490,7 +550,7 @@ pub(crate) fn spin_stop(sched: &Sched) {
 #[inline]
 pub(crate) fn steal(sched: &Sched, victim: usize, n: usize) {
     if sched.trace.on() {
-        event(sched, kind::STEAL, victim as u64, n as u64);
+        event::<{ kind::STEAL }>(sched, victim as u64, n as u64);
     }
 }
 
@@ -498,7 +558,7 @@ pub(crate) fn steal(sched: &Sched, victim: usize, n: usize) {
 #[inline]
 pub(crate) fn m_park(sched: &Sched) {
     if sched.trace.on() {
-        event(sched, kind::M_PARK, 0, 0);
+        event::<{ kind::M_PARK }>(sched, 0, 0);
     }
 }
 
@@ -506,7 +566,7 @@ pub(crate) fn m_park(sched: &Sched) {
 #[inline]
 pub(crate) fn m_unpark(sched: &Sched) {
     if sched.trace.on() {
-        event(sched, kind::M_UNPARK, 0, 0);
+        event::<{ kind::M_UNPARK }>(sched, 0, 0);
     }
 }
 
@@ -514,7 +574,7 @@ pub(crate) fn m_unpark(sched: &Sched) {
 #[inline]
 pub(crate) fn m_wake(sched: &Sched, p: usize) {
     if sched.trace.on() {
-        event(sched, kind::M_WAKE, p as u64, 0);
+        event::<{ kind::M_WAKE }>(sched, p as u64, 0);
     }
 }
 
@@ -522,7 +582,7 @@ pub(crate) fn m_wake(sched: &Sched, p: usize) {
 #[inline]
 pub(crate) fn block_in_place_begin(sched: &Sched, p: usize) {
     if sched.trace.on() {
-        emit(sched, Some(p), kind::BIP_BEGIN, p as u64, 0, None);
+        emit::<{ kind::BIP_BEGIN }>(sched, Some(p), tid(), p as u64, 0);
     }
 }
 
@@ -530,14 +590,8 @@ pub(crate) fn block_in_place_begin(sched: &Sched, p: usize) {
 #[inline]
 pub(crate) fn block_in_place_end(sched: &Sched, p: Option<usize>) {
     if sched.trace.on() {
-        emit(
-            sched,
-            p,
-            kind::BIP_END,
-            p.map_or(0, |p| p as u64 + 1),
-            0,
-            None,
-        );
+        let a = p.map_or(0, |p| p as u64 + 1);
+        emit::<{ kind::BIP_END }>(sched, p, tid(), a, 0);
     }
 }
 
@@ -545,7 +599,7 @@ pub(crate) fn block_in_place_end(sched: &Sched, p: Option<usize>) {
 #[inline]
 pub(crate) fn timers_fired(sched: &Sched, n: usize) {
     if sched.trace.on() {
-        event(sched, kind::TIMERS, n as u64, 0);
+        event::<{ kind::TIMERS }>(sched, n as u64, 0);
     }
 }
 
@@ -553,7 +607,7 @@ pub(crate) fn timers_fired(sched: &Sched, n: usize) {
 #[inline]
 pub(crate) fn netpoll(sched: &Sched, n: usize) {
     if sched.trace.on() && n > 0 {
-        event(sched, kind::NETPOLL, n as u64, 0);
+        event::<{ kind::NETPOLL }>(sched, n as u64, 0);
     }
 }
 
@@ -561,7 +615,7 @@ pub(crate) fn netpoll(sched: &Sched, n: usize) {
 #[inline]
 pub(crate) fn pool_cycle(sched: &Sched) {
     if sched.trace.on() {
-        event(sched, kind::POOL_CYCLE, 0, 0);
+        event::<{ kind::POOL_CYCLE }>(sched, 0, 0);
     }
 }
 
@@ -573,7 +627,7 @@ pub(crate) fn stuck_poll(sched: &Sched, id: u64, p: usize, running: std::time::D
         // P in the low 16 bits (`MAX_PROCS` < 2^13), ns above: 2^48 ns is
         // 78 hours.
         let b = (running.as_nanos() as u64) << 16 | p as u64;
-        event(sched, kind::STUCK, id, b);
+        event::<{ kind::STUCK }>(sched, id, b);
     }
 }
 

@@ -68,16 +68,27 @@ impl Default for EncState {
     }
 }
 
-/// A stack buffer being filled.
+/// The event being written, straight into the chunk's free space.
+///
+/// Writes are unchecked: an event and the definitions before it take at
+/// most [`MAX_EVENT`] bytes (kind and flags 1, at most seven varints of
+/// at most 10, a site's definition at most 24 + [`MAX_FILE`], a name's at
+/// most 12 + [`MAX_NAME`]: 443 in all), so `n` never reaches the end of `b`.
+/// The bounds check per byte was a tenth of an event's cost.
 struct W<'a> {
     b: &'a mut [u8; MAX_EVENT],
     n: usize,
 }
 
+const _: () = assert!(1 + 7 * 10 + (24 + MAX_FILE) + (12 + MAX_NAME) <= MAX_EVENT);
+
 impl W<'_> {
     #[inline(always)]
     fn byte(&mut self, v: u8) {
-        self.b[self.n] = v;
+        debug_assert!(self.n < MAX_EVENT);
+        // SAFETY: `n < MAX_EVENT` (the type's docs: an event's bytes are
+        // bounded, and only `byte` and `bytes` move `n`).
+        unsafe { *self.b.get_unchecked_mut(self.n) = v };
         self.n += 1;
     }
 
@@ -111,7 +122,7 @@ impl EncState {
     /// Encodes `ev`, read at `ticks`, into `out`; returns its length.
     /// The state moves on: the caller must append exactly these bytes,
     /// or reset the state (a fresh chunk) and encode again.
-    #[inline]
+    #[inline(never)]
     pub(crate) fn encode(
         &mut self,
         ticks: u64,
@@ -123,12 +134,6 @@ impl EncState {
             Some(c) => self.define(c, &mut w),
             None => (0, 0),
         };
-        let units = ticks >> TICK_SHIFT;
-        // A clock read that comes out behind the chunk's previous one
-        // (another core's counter, a migrated thread) is written at the
-        // previous time: deltas stay unsigned.
-        let delta = units.saturating_sub(self.prev);
-        self.prev += delta;
         let mut k = ev.kind;
         if ev.tid != self.last_tid {
             k |= HAS_TID;
@@ -137,22 +142,12 @@ impl EncState {
             k |= BLOCKING;
         }
         w.byte(k);
-        w.varint(delta);
+        self.delta(ticks, &mut w);
         if ev.tid != self.last_tid {
             w.varint(ev.tid);
             self.last_tid = ev.tid;
         }
-        let spec = args(ev.kind);
-        for (v, how) in [(ev.a, spec[0]), (ev.b, spec[1])] {
-            match how {
-                Arg::None => {}
-                Arg::Plain => w.varint(v),
-                Arg::Task => {
-                    w.varint(zigzag(v.wrapping_sub(self.last_id) as i64));
-                    self.last_id = v;
-                }
-            }
-        }
+        self.args(ev.kind, ev.a, ev.b, &mut w);
         if let Some(c) = ev.create {
             w.varint(if c.parent == 0 {
                 0
@@ -165,47 +160,111 @@ impl EncState {
         w.n
     }
 
+    /// Encodes an event that defines nothing and comes from the chunk's
+    /// previous event's thread (`tid == last_tid`, no `create`): what a
+    /// P's events are but for the first after a hand-off. The hot path:
+    /// kept in registers, no call.
+    #[inline(always)]
+    pub(crate) fn encode_plain(
+        &mut self,
+        ticks: u64,
+        kind: u8,
+        a: u64,
+        b: u64,
+        out: &mut [u8; MAX_EVENT],
+    ) -> usize {
+        let mut w = W { b: out, n: 0 };
+        w.byte(kind);
+        self.delta(ticks, &mut w);
+        self.args(kind, a, b, &mut w);
+        w.n
+    }
+
+    /// Whether an event from thread `tid` without definitions may take
+    /// [`EncState::encode_plain`].
+    #[inline(always)]
+    pub(crate) fn plain(&self, tid: u64) -> bool {
+        tid == self.last_tid
+    }
+
+    /// The time since the previous event, in units.
+    #[inline(always)]
+    fn delta(&mut self, ticks: u64, w: &mut W<'_>) {
+        let units = ticks >> TICK_SHIFT;
+        // A clock read that comes out behind the chunk's previous one
+        // (another core's counter, a migrated thread) is written at the
+        // previous time: deltas stay unsigned.
+        let delta = units.saturating_sub(self.prev);
+        self.prev += delta;
+        w.varint(delta);
+    }
+
+    /// The kind's two arguments, as `ARGS` says.
+    #[inline(always)]
+    fn args(&mut self, kind: u8, a: u64, b: u64, w: &mut W<'_>) {
+        let spec = args(kind);
+        for (v, how) in [(a, spec[0]), (b, spec[1])] {
+            match how {
+                Arg::None => {}
+                Arg::Plain => w.varint(v),
+                Arg::Task => {
+                    w.varint(zigzag(v.wrapping_sub(self.last_id) as i64));
+                    self.last_id = v;
+                }
+            }
+        }
+    }
+
     /// Writes the definitions a spawn needs; returns its site's and
-    /// name's indices plus one (0: no name).
-    #[cold]
+    /// name's indices plus one (0: no name). A site the chunk knows is
+    /// one compare; the rest is out of line.
+    #[inline(always)]
     fn define(&mut self, c: &Create<'_>, w: &mut W<'_>) -> (u64, u64) {
         let addr = c.site as *const Location<'static> as usize;
         let slot = (addr >> 3) % SITES;
         let site = if self.sites[slot].0 == addr {
             self.sites[slot].1
         } else {
-            let i = self.next_str;
-            self.next_str += 1;
-            self.sites[slot] = (addr, i);
-            let file = c.site.file().as_bytes();
-            w.byte(DEF_SITE);
-            w.varint(u64::from(i));
-            w.varint(u64::from(c.site.line()));
-            w.bytes(&file[..file.len().min(MAX_FILE)]);
-            i
+            self.define_site(c.site, slot, w)
         };
         let name = match c.name {
             None => 0,
-            Some(n) => {
-                let n = &n.as_bytes()[..n.len().min(MAX_NAME)];
-                let known = self.names.iter().find(|(s, _)| &s[..] == n);
-                match known {
-                    Some(&(_, i)) => u64::from(i) + 1,
-                    None => {
-                        let i = self.next_str;
-                        self.next_str += 1;
-                        if self.names.len() == NAMES {
-                            self.names.remove(0);
-                        }
-                        self.names.push((n.into(), i));
-                        w.byte(DEF_NAME);
-                        w.varint(u64::from(i));
-                        w.bytes(n);
-                        u64::from(i) + 1
-                    }
-                }
-            }
+            Some(n) => self.name_index(n, w),
         };
         (u64::from(site), name)
+    }
+
+    #[cold]
+    fn define_site(&mut self, site: &'static Location<'static>, slot: usize, w: &mut W<'_>) -> u32 {
+        let addr = site as *const Location<'static> as usize;
+        let i = self.next_str;
+        self.next_str += 1;
+        self.sites[slot] = (addr, i);
+        let file = site.file().as_bytes();
+        w.byte(DEF_SITE);
+        w.varint(u64::from(i));
+        w.varint(u64::from(site.line()));
+        w.bytes(&file[..file.len().min(MAX_FILE)]);
+        i
+    }
+
+    /// A task name's index plus one, defined first if the chunk does not
+    /// know it.
+    #[inline(never)]
+    fn name_index(&mut self, n: &str, w: &mut W<'_>) -> u64 {
+        let n = &n.as_bytes()[..n.len().min(MAX_NAME)];
+        if let Some(&(_, i)) = self.names.iter().find(|(s, _)| &s[..] == n) {
+            return u64::from(i) + 1;
+        }
+        let i = self.next_str;
+        self.next_str += 1;
+        if self.names.len() == NAMES {
+            self.names.remove(0);
+        }
+        self.names.push((n.into(), i));
+        w.byte(DEF_NAME);
+        w.varint(u64::from(i));
+        w.bytes(n);
+        u64::from(i) + 1
     }
 }

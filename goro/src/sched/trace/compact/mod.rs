@@ -64,6 +64,12 @@ pub use convert::Converted;
 pub(crate) use decode::Ev;
 pub(crate) use encode::{Create, EncState, Event, MAX_EVENT};
 
+/// Decodes one chunk's bytes (tests of the recording side).
+#[cfg(test)]
+pub(crate) fn decode_chunk(b: &[u8], out: &mut Vec<Ev>) {
+    decode::DecState::default().decode(0, TICK_SHIFT, b, out);
+}
+
 /// Ticks per timestamp unit, as a shift: 16 ticks (about 6 ns at a
 /// 2.5 GHz TSC; 16 ns where the clock is in nanoseconds). Go divides its
 /// `cputicks` by 64 for the same reason: a hop's deltas fit one byte.
@@ -94,6 +100,7 @@ pub(crate) enum Arg {
 
 /// The two arguments of each kind, as the hooks in `trace/mod.rs` fill
 /// them (`a`, `b`). CREATE's parent, site and name follow its `a`.
+#[inline(always)]
 pub(crate) fn args(k: u8) -> [Arg; 2] {
     use super::kind::*;
     use Arg::{None as N, Plain as P, Task as T};

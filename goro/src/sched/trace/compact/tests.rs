@@ -187,3 +187,28 @@ fn a_bad_or_truncated_header_is_an_error_naming_the_accepted_form() {
     assert!(matches!(r.next().unwrap(), Some(Record::Chunk(0, true, _))));
     assert!(r.next().unwrap().is_none() && !r.cut_off);
 }
+
+#[test]
+fn the_plain_path_writes_what_the_general_one_writes() {
+    // Every kind without definitions, from the chunk's current thread:
+    // `encode_plain` must give the bytes (and leave the state) that
+    // `encode` gives, since a chunk mixes both.
+    let mut general = EncState::default();
+    let mut plain = EncState::default();
+    let (mut g, mut p) = (Vec::new(), Vec::new());
+    let t0 = 1u64 << 40;
+    enc(&mut general, t0, &ev(kind::PROC_START, 3, 1, 0), &mut g);
+    enc(&mut plain, t0, &ev(kind::PROC_START, 3, 1, 0), &mut p);
+    let mut t = t0;
+    for (i, k) in (1..=kind::STUCK).enumerate() {
+        t += 16 * (1 + (i as u64 * 977) % 5000);
+        let (a, b) = (1000 + i as u64 * 131, (i as u64 * 7919) % 3000);
+        enc(&mut general, t, &ev(k, 3, a, b), &mut g);
+        assert!(plain.plain(3));
+        let mut buf = [0u8; MAX_EVENT];
+        let n = plain.encode_plain(t, k, a, b, &mut buf);
+        p.extend_from_slice(&buf[..n]);
+        assert_eq!(g, p, "kind {k}");
+    }
+    assert!(!plain.plain(4), "another thread takes the general path");
+}
