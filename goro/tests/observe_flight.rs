@@ -114,6 +114,121 @@ fn a_stuck_poll_writes_a_snapshot_that_holds_its_slice() {
     );
 }
 
+/// Issue 32's check: a 50 ms stall in one request's poll, while clients
+/// keep an HTTP/1.1 server busy, is in a snapshot written within a second.
+#[test]
+fn a_stall_under_http_load_is_in_a_snapshot_within_a_second() {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    const STALL: Duration = Duration::from_millis(50);
+    let dir = FlightDir::new("http-stall");
+    let rt = goro::Runtime::builder()
+        .procs(2)
+        .flight_dir(dir.path())
+        .stuck_poll_sink(|_| {})
+        .build()
+        .unwrap();
+    // When the stall began, and in which task.
+    let stalled: Arc<Mutex<Option<(Instant, goro::TaskId)>>> = Arc::default();
+    let served = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let listener = rt
+        .block_on(goro::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (st, sv) = (stalled.clone(), served.clone());
+    let server = rt.spawn(async move {
+        loop {
+            let Ok((conn, _)) = listener.accept().await else {
+                return;
+            };
+            let (st, sv) = (st.clone(), sv.clone());
+            // Dropping the handle detaches the task, as in Go.
+            drop(goro::spawn_named("http-conn", async move {
+                let mut buf = [0u8; 512];
+                let mut have = Vec::new();
+                loop {
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => have.extend_from_slice(&buf[..n]),
+                    }
+                    while let Some(end) = have.windows(4).position(|w| w == b"\r\n\r\n") {
+                        if have.starts_with(b"GET /stall ") {
+                            *st.lock().unwrap() =
+                                Some((Instant::now(), goro::TaskId::current().unwrap()));
+                            std::thread::sleep(STALL); // the stall: inside the poll
+                        }
+                        have.drain(..end + 4);
+                        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+                        if conn.write_all(ok).await.is_err() {
+                            return;
+                        }
+                        sv.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }));
+        }
+    });
+    // Four keep-alive clients; the first asks for the stall once the
+    // server has answered 2,000 requests, then all go on until stopped.
+    let clients: Vec<_> = (0..4)
+        .map(|i| {
+            let (stop, served) = (stop.clone(), served.clone());
+            std::thread::spawn(move || {
+                let mut c = std::net::TcpStream::connect(addr).unwrap();
+                c.set_nodelay(true).unwrap();
+                let mut asked = i != 0;
+                let mut buf = [0u8; 256];
+                while !stop.load(Ordering::Relaxed) {
+                    let path = if !asked && served.load(Ordering::Relaxed) >= 2_000 {
+                        asked = true;
+                        "/stall"
+                    } else {
+                        "/"
+                    };
+                    let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n");
+                    c.write_all(req.as_bytes()).unwrap();
+                    let mut got = 0;
+                    while !buf[..got].ends_with(b"hello") {
+                        let n = c.read(&mut buf[got..]).unwrap();
+                        assert!(n > 0, "the server closed a connection");
+                        got += n;
+                    }
+                }
+            })
+        })
+        .collect();
+    let raw = wait_for_snapshot(dir.path(), "stuck");
+    let written = Instant::now();
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.join().expect("a client thread panicked");
+    }
+    server.abort();
+    let (began, id) = stalled.lock().unwrap().expect("the stall ran");
+    let took = written - began;
+    assert!(
+        took <= Duration::from_secs(1),
+        "the snapshot came {took:?} after the stall began (must: within 1 s)"
+    );
+    let polls: Vec<_> = slices(&perfetto(&raw))
+        .into_iter()
+        .filter(|s| s.task == Some(id.as_u64()))
+        .collect();
+    assert!(
+        polls.iter().any(|s| s
+            .end
+            .is_some_and(|e| e - s.begin >= STALL.as_nanos() as u64)),
+        "the snapshot {} has no poll of task {id} lasting {STALL:?}: {polls:?}",
+        raw.display()
+    );
+    println!(
+        "stall under load: snapshot {took:?} after the stall began, {} requests served",
+        served.load(Ordering::Relaxed)
+    );
+}
+
 #[test]
 fn a_panicking_task_writes_a_snapshot() {
     let dir = FlightDir::new("panic");
