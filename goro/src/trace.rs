@@ -63,13 +63,13 @@
 //! # drop(rt);
 //! ```
 //!
-//! A flight recorder (this one or a [`FlightRecorder`]) reads the clock
-//! once per poll rather than once per event, which makes it several
-//! times cheaper: a wake or a spawn inside a poll is stamped at the
-//! poll's start, and a poll that follows another on its P may start up
-//! to one pass of the scheduler early. Polls and their order, what a
-//! flight recorder is for, stay right, and their lengths to within that
-//! pass; `trace_start` and `GORO_TRACE` stamp every event exactly.
+//! A flight recorder (this one or a [`FlightRecorder`]) records a little
+//! less than a trace, to cost less: a spawn or a preemption inside a poll
+//! takes the poll's start as its time instead of reading the clock, and
+//! a task destroyed by its own last poll shows as finished, without a
+//! separate "destroyed" mark. Polls, wakes, their order and their
+//! lengths stay exact; `trace_start` and `GORO_TRACE` stamp and keep
+//! every event.
 //!
 //! The recorder itself lives with the scheduler whose events it records
 //! (`sched/trace/`, whose header explains its design); this module is its

@@ -142,6 +142,9 @@ pub(crate) struct WState {
     /// still take it as its stamp ([`Stamps::PerPoll`]).
     last_ticks: u64,
     fresh: bool,
+    /// The task whose poll this source is in (0: none): a flight
+    /// recorder leaves out its destroy, which its poll's end implies.
+    polling: u64,
 }
 
 /// How a P's events are stamped.
@@ -150,23 +153,29 @@ pub(crate) enum Stamps {
     /// A clock read per event (`trace_start`, `GORO_TRACE`,
     /// `GORO_TRACE_RAW`): exact times.
     PerEvent,
-    /// A clock read per poll (flight-recorder sessions): the end of a
-    /// poll reads the clock; the task events that follow it on the same
-    /// P (a spawn, a wake, a destroy, the next poll's start) and those
-    /// inside the next poll take that stamp, until some other event
-    /// (a P handed off, a spin, a steal, timers, the network poller)
-    /// reads the clock again. A poll's start may so show up to one pass
-    /// of the scheduler early, and a wake or spawn inside a poll at the
-    /// poll's start; slices and their order stay right. The clock read
-    /// is most of an event's cost (`trace/mod.rs`).
+    /// Fewer clock reads (flight-recorder sessions): a spawn and a
+    /// preemption take the stamp of the poll event before them on the P
+    /// (the start of the poll that made them) instead of reading the
+    /// clock; every other event reads it. Only events that nothing on
+    /// another P can precede may show up early: a spawn (its child does
+    /// not exist before it, and the child's first poll reads its own
+    /// stamp) and a preemption (inside its own poll); a destroy may not
+    /// (an abort from a poll that began before the aborted task's last
+    /// poll ended, on another P). Two wider rules
+    /// were tried and caught by `scripts/check-trace.sh --snapshot`: a
+    /// poll's start taking the previous poll's end put a poll before the
+    /// wake that led to it (a task from the global queue), and a wake
+    /// taking its poll's start put it before the end of the woken task's
+    /// previous poll, on another P.
     PerPoll,
 }
 
-/// Whether an event of kind `k` may take the source's last stamp.
+/// Whether an event of kind `k` may take the source's last stamp
+/// ([`Stamps::PerPoll`]).
 #[inline(always)]
 fn takes_last_stamp(k: u8) -> bool {
-    use super::kind::{CREATE, DESTROY, POLL_START, PREEMPT, UNBLOCK};
-    matches!(k, POLL_START | CREATE | UNBLOCK | DESTROY | PREEMPT)
+    use super::kind::{CREATE, PREEMPT};
+    matches!(k, CREATE | PREEMPT)
 }
 
 /// Whether an event of kind `k` leaves a stamp later task events may
@@ -291,6 +300,7 @@ impl Chunks {
         ev: &Event<'_>,
         on_full: &dyn OnFull,
     ) {
+        use super::kind::{DESTROY, POLL_END, POLL_START};
         // SAFETY: the caller holds P `p` (contract), and `st` dies here.
         let st = unsafe { self.writers[p].state() };
         let reuse =
@@ -302,6 +312,18 @@ impl Chunks {
         };
         st.last_ticks = ticks;
         st.fresh = leaves_stamp(ev.kind) || reuse;
+        // A task destroyed inside its last poll (it ran to its end, and
+        // its handle was gone or read): the poll's end, "finished", says
+        // as much, and leaving the destroy out spares a spawn's fourth
+        // event. Per-event sessions keep it.
+        if stamps == Stamps::PerPoll && ev.kind == DESTROY && ev.a == st.polling && ev.a != 0 {
+            return;
+        }
+        match ev.kind {
+            POLL_START => st.polling = ev.a,
+            POLL_END => st.polling = 0,
+            _ => {}
+        }
         // The hot path: the chunk of this session has room (and the
         // hottest: the event needs neither definitions nor its thread).
         if st.gen == gen {
@@ -462,11 +484,9 @@ mod tests {
         let evs = record(Stamps::PerPoll, &kinds);
         assert_eq!(evs.len(), kinds.len());
         let ts: Vec<u64> = evs.iter().map(|e| e.ts).collect();
-        // Reads at: PROC_START, the first POLL_START (after a P event),
-        // each POLL_END, STEAL, and the UNBLOCK and POLL_START after it
-        // (no poll event since the steal); every other event takes the
-        // stamp before it.
-        let reads = [0, 1, 4, 8, 9, 10, 11, 12];
+        // Reads at: every event but a spawn and a preemption after a
+        // poll event, which take the stamp before them.
+        let reads = [0, 1, 3, 4, 5, 6, 8, 9, 10, 11, 12];
         for i in 1..ts.len() {
             if reads.contains(&i) {
                 assert!(ts[i] > ts[i - 1], "event {i} ({}) reads: {ts:?}", kinds[i]);
@@ -479,5 +499,48 @@ mod tests {
             exact.windows(2).all(|w| w[1].ts > w[0].ts),
             "per event, every event reads the clock"
         );
+    }
+
+    #[test]
+    fn a_flight_recorder_leaves_out_a_destroy_inside_the_last_poll() {
+        use crate::sched::trace::OUT_FINISHED;
+        // Task 7 is destroyed inside its last poll (a spawned task that
+        // ran to its end); task 8 after its poll ended (its handle read
+        // the output later); task 9 inside a poll of task 7's.
+        let evs = [
+            ev(POLL_START, 7, 0),
+            ev(DESTROY, 7, 0),
+            ev(POLL_END, 7, OUT_FINISHED),
+            ev(POLL_START, 8, 0),
+            ev(POLL_END, 8, OUT_FINISHED),
+            ev(DESTROY, 8, 0),
+            ev(POLL_START, 7, 0),
+            ev(DESTROY, 9, 0),
+            ev(POLL_END, 7, 3),
+        ];
+        for (stamps, destroys) in [
+            (Stamps::PerPoll, &[8, 9][..]),
+            (Stamps::PerEvent, &[7, 8, 9]),
+        ] {
+            let c = Chunks::new(1);
+            c.reset(1);
+            for e in &evs {
+                // SAFETY: this thread is the only writer of the test's P 0.
+                unsafe { c.push_p(0, 1, stamps, e, &Keep) };
+            }
+            let l = c.lists.lock().unwrap();
+            let mut out = Vec::new();
+            crate::sched::trace::compact::decode_chunk(
+                l.current[0].as_ref().unwrap().published(0),
+                &mut out,
+            );
+            let destroyed: Vec<u64> = out
+                .iter()
+                .filter(|e| e.kind == DESTROY)
+                .map(|e| e.a)
+                .collect();
+            assert_eq!(destroyed, destroys, "{stamps:?}: {out:?}");
+            assert_eq!(out.len(), evs.len() - (3 - destroys.len()), "{stamps:?}");
+        }
     }
 }

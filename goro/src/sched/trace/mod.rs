@@ -64,18 +64,19 @@
 //!   shared table on the spawn path, and a flight recorder that drops old
 //!   chunks would drop definitions the chunks left still use. Per-chunk
 //!   interning costs one definition per site per 64 KiB.
-//! * **One clock read per poll instead of per event, for every
-//!   session.** A hop's three TSC reads (17-30 ns each on the 2-core VM)
-//!   were half of what a recorded event cost. Sharing one read puts a
-//!   wake or a spawn at the start of the poll that made it, and a poll's
-//!   start up to one pass of the scheduler early: fine for a flight
-//!   recorder, which is about what ran when a stall came, not for a
-//!   trace someone opens to read a timeline. So a session started with
-//!   `trace_start`, `GORO_TRACE` or `GORO_TRACE_RAW` reads the clock per
-//!   event, and a flight recorder's (`GORO_FLIGHT`, [`FlightRecorder`])
-//!   per poll (`buf::Stamps`): with it and the event's out-of-line copy
-//!   per kind (`emit`), the flight recorder costs 1.1-1.35x on the
-//!   hand-off rows where it cost 1.6-2.4x (`BENCH_RESULTS.md`).
+//! * **A clock read per poll, for a flight recorder.** A hop's three TSC
+//!   reads (17-30 ns each on the 2-core VM) were half of what a recorded
+//!   event cost, but a hop's events cannot share them: a wake stamped
+//!   with its poll's start, or a poll's start with the previous poll's
+//!   end, put an event before what caused it on another P, and
+//!   `scripts/check-trace.sh --snapshot` failed (`buf::Stamps`). What a
+//!   flight recorder (`GORO_FLIGHT`, [`FlightRecorder`]) saves instead:
+//!   a spawn's and a preemption's clock read (they take their poll's
+//!   start), and the destroy a task's own last poll makes (its end says
+//!   "finished"). `trace_start`, `GORO_TRACE` and `GORO_TRACE_RAW`
+//!   record every event with its own read. With that and an out-of-line
+//!   copy of `emit` per kind, the flight recorder's cost on the hand-off
+//!   rows fell from 1.6-2.4x (`BENCH_RESULTS.md`).
 //! * **Nanoseconds in the file**: a `clock_gettime` costs ~60 ns here,
 //!   the TSC 17-30 ns; ticks become nanoseconds when converted, through
 //!   two stamps in the file (`clock.rs`).
