@@ -382,3 +382,61 @@ fn bad_settings_name_the_accepted_form() {
     assert!(e.to_string().contains("cannot create it"), "{e}");
     std::fs::remove_file(file).unwrap();
 }
+
+/// Set in the child process of `a_trace_variable_and_the_flight_recorder_are_refused_together`.
+const CHILD: &str = "GORO_OBSERVE_FLIGHT_CHILD";
+
+#[test]
+fn a_trace_variable_and_the_flight_recorder_are_refused_together() {
+    if let Some(trace) = std::env::var_os(CHILD) {
+        // The child, with GORO_TRACE set: the builder names both and
+        // creates no trace file.
+        let dir = FlightDir::new("with-trace");
+        let e = goro::Runtime::builder()
+            .flight_dir(dir.path())
+            .build()
+            .unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("GORO_TRACE and the flight recorder (Builder::flight_dir)")
+                && msg.contains("accepted: one of them"),
+            "{msg}"
+        );
+        assert!(!Path::new(&trace).exists(), "the trace file was created");
+        return;
+    }
+    let trace =
+        std::env::temp_dir().join(format!("goro-flight-test-{}.pftrace", std::process::id()));
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_trace_variable_and_the_flight_recorder_are_refused_together",
+            "--test-threads=1",
+        ])
+        .env(CHILD, &trace)
+        .env("GORO_TRACE", &trace)
+        .env_remove("GORO_TRACE_RAW")
+        .env_remove("GORO_FLIGHT")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the child test has not exited within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        status.success(),
+        "the child failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

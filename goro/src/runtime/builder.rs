@@ -396,10 +396,21 @@ impl Builder {
     /// The flight recorder's settings, from `GORO_FLIGHT` and
     /// `GORO_FLIGHT_LATENCY` over the builder's; `None`: off.
     fn flight_config(&self) -> Result<Option<crate::sched::trace::auto::Config>, String> {
-        let Some(dir) = crate::sched::trace::auto::dir_from_env().or(self.flight_dir.clone())
-        else {
+        let from_env = crate::sched::trace::auto::dir_from_env();
+        let by = if from_env.is_some() {
+            "GORO_FLIGHT"
+        } else {
+            "Builder::flight_dir"
+        };
+        let Some(dir) = from_env.or(self.flight_dir.clone()) else {
             return Ok(None);
         };
+        if let Some(v) = crate::sched::trace::env_session_var() {
+            return Err(format!(
+                "goro: {v} and the flight recorder ({by}) are both set: a runtime records one \
+                 trace session at a time; accepted: one of them"
+            ));
+        }
         let latency = match threshold_from_env("GORO_FLIGHT_LATENCY")? {
             Some(v) => v,
             None => check_threshold(

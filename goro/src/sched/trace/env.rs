@@ -34,6 +34,14 @@ fn var(k: &str) -> Option<std::path::PathBuf> {
 /// `GORO_TRACE=path` (Perfetto's format, converted when the runtime
 /// drops) or `GORO_TRACE_RAW=path` (the raw form, as recorded): start
 /// streaming to `path` now (at build).
+/// Which of `GORO_TRACE` and `GORO_TRACE_RAW` is set, if either: a
+/// runtime holds one session, so a flight recorder is refused beside it.
+pub(crate) fn env_session_var() -> Option<&'static str> {
+    ["GORO_TRACE", "GORO_TRACE_RAW"]
+        .into_iter()
+        .find(|v| var(v).is_some())
+}
+
 pub(crate) fn from_env(sched: &Arc<Sched>) -> io::Result<()> {
     let (var, path, raw) = match (var("GORO_TRACE"), var("GORO_TRACE_RAW")) {
         (None, None) => return Ok(()),

@@ -129,7 +129,7 @@ mod session;
 
 pub use auto::{DEFAULT_FLIGHT_INTERVAL, DEFAULT_FLIGHT_LATENCY, FLIGHT_BYTES, FLIGHT_WINDOW};
 pub use compact::Converted;
-pub(crate) use env::{from_env, runtime_dropped};
+pub(crate) use env::{env_session_var, from_env, runtime_dropped};
 pub(crate) use flight::flight_start;
 pub use flight::{FlightRecorder, DEFAULT_FLIGHT_BYTES};
 pub(crate) use session::{start_stream, stop_stream, Sink};
