@@ -139,7 +139,7 @@ pub(crate) struct WState {
     chunk: Option<Arc<Chunk>>,
     enc: EncState,
     /// The last clock read on this source, and whether a task event may
-    /// still take it as its stamp ([`Stamps::PerPoll`]).
+    /// still take it as its stamp ([`Stamps::Flight`]).
     last_ticks: u64,
     fresh: bool,
     /// The task whose poll this source is in (0: none): a flight
@@ -153,25 +153,27 @@ pub(crate) enum Stamps {
     /// A clock read per event (`trace_start`, `GORO_TRACE`,
     /// `GORO_TRACE_RAW`): exact times.
     PerEvent,
-    /// Fewer clock reads (flight-recorder sessions): a spawn and a
-    /// preemption take the stamp of the poll event before them on the P
-    /// (the start of the poll that made them) instead of reading the
-    /// clock; every other event reads it. Only events that nothing on
-    /// another P can precede may show up early: a spawn (its child does
-    /// not exist before it, and the child's first poll reads its own
-    /// stamp) and a preemption (inside its own poll); a destroy may not
-    /// (an abort from a poll that began before the aborted task's last
-    /// poll ended, on another P). Two wider rules
-    /// were tried and caught by `scripts/check-trace.sh --snapshot`: a
-    /// poll's start taking the previous poll's end put a poll before the
-    /// wake that led to it (a task from the global queue), and a wake
-    /// taking its poll's start put it before the end of the woken task's
-    /// previous poll, on another P.
-    PerPoll,
+    /// A flight recorder's session: fewer clock reads and one event
+    /// less a spawn. A spawn and a preemption take the stamp of the poll
+    /// event before them on the P (the start of the poll that made them)
+    /// instead of reading the clock, and the destroy a task's own last
+    /// poll makes is left out (that poll's end says "finished"); every
+    /// other event reads the clock. Only events that nothing on another P
+    /// can precede may show up early: a spawn (its child does not exist
+    /// before it, and the child's first poll reads its own stamp) and a
+    /// preemption (inside its own poll), but not a destroy (an abort from
+    /// a poll that began before the aborted task's last poll ended on
+    /// another P). Two wider rules were tried and caught by
+    /// `scripts/check-trace.sh --snapshot`: a poll's start taking the
+    /// previous poll's end put a poll before the wake that led to it (a
+    /// task from the global queue), and a wake taking its poll's start
+    /// put it before the end of the woken task's previous poll on
+    /// another P.
+    Flight,
 }
 
 /// Whether an event of kind `k` may take the source's last stamp
-/// ([`Stamps::PerPoll`]).
+/// ([`Stamps::Flight`]).
 #[inline(always)]
 fn takes_last_stamp(k: u8) -> bool {
     use super::kind::{CREATE, PREEMPT};
@@ -304,7 +306,7 @@ impl Chunks {
         // SAFETY: the caller holds P `p` (contract), and `st` dies here.
         let st = unsafe { self.writers[p].state() };
         let reuse =
-            stamps == Stamps::PerPoll && st.fresh && st.gen == gen && takes_last_stamp(ev.kind);
+            stamps == Stamps::Flight && st.fresh && st.gen == gen && takes_last_stamp(ev.kind);
         let ticks = if reuse {
             st.last_ticks
         } else {
@@ -316,7 +318,7 @@ impl Chunks {
         // its handle was gone or read): the poll's end, "finished", says
         // as much, and leaving the destroy out spares a spawn's fourth
         // event. Per-event sessions keep it.
-        if stamps == Stamps::PerPoll && ev.kind == DESTROY && ev.a == st.polling && ev.a != 0 {
+        if stamps == Stamps::Flight && ev.kind == DESTROY && ev.a == st.polling && ev.a != 0 {
             return;
         }
         match ev.kind {
@@ -481,7 +483,7 @@ mod tests {
             PROC_START, POLL_START, CREATE, UNBLOCK, POLL_END, DESTROY, POLL_START, PREEMPT,
             POLL_END, STEAL, UNBLOCK, POLL_START, POLL_END,
         ];
-        let evs = record(Stamps::PerPoll, &kinds);
+        let evs = record(Stamps::Flight, &kinds);
         assert_eq!(evs.len(), kinds.len());
         let ts: Vec<u64> = evs.iter().map(|e| e.ts).collect();
         // Reads at: every event but a spawn and a preemption after a
@@ -519,7 +521,7 @@ mod tests {
             ev(POLL_END, 7, 3),
         ];
         for (stamps, destroys) in [
-            (Stamps::PerPoll, &[8, 9][..]),
+            (Stamps::Flight, &[8, 9][..]),
             (Stamps::PerEvent, &[7, 8, 9]),
         ] {
             let c = Chunks::new(1);

@@ -64,7 +64,7 @@
 //!   shared table on the spawn path, and a flight recorder that drops old
 //!   chunks would drop definitions the chunks left still use. Per-chunk
 //!   interning costs one definition per site per 64 KiB.
-//! * **A clock read per poll, for a flight recorder.** A hop's three TSC
+//! * **Fewer clock reads, for a flight recorder.** A hop's three TSC
 //!   reads (17-30 ns each on the 2-core VM) were half of what a recorded
 //!   event cost, but a hop's events cannot share them: a wake stamped
 //!   with its poll's start, or a poll's start with the previous poll's
@@ -230,12 +230,13 @@ impl Trace {
         }
     }
 
-    /// How this session stamps P events: per poll for a flight recorder
-    /// (its bytes bound is set), per event otherwise (`buf::Stamps`).
+    /// How this session records P events: a flight recorder's way when
+    /// it is one (its bytes bound is set), every event with its own
+    /// clock read otherwise (`buf::Stamps`).
     #[inline(always)]
     fn stamps(&self) -> buf::Stamps {
         if self.flight_max_bytes.load(Ordering::Relaxed) != 0 {
-            buf::Stamps::PerPoll
+            buf::Stamps::Flight
         } else {
             buf::Stamps::PerEvent
         }
