@@ -76,7 +76,8 @@
 //!   "finished"). `trace_start`, `GORO_TRACE` and `GORO_TRACE_RAW`
 //!   record every event with its own read. With that and an out-of-line
 //!   copy of `emit` per kind, the flight recorder's cost on the hand-off
-//!   rows fell from 1.6-2.4x (`BENCH_RESULTS.md`).
+//!   rows fell from 1.6-2.4x to 1.2-1.6x at the median, and from 73-85%
+//!   to 46-52% more instructions (`BENCH_RESULTS.md`).
 //! * **Nanoseconds in the file**: a `clock_gettime` costs ~60 ns here,
 //!   the TSC 17-30 ns; ticks become nanoseconds when converted, through
 //!   two stamps in the file (`clock.rs`).
