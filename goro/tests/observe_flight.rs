@@ -114,8 +114,9 @@ fn a_stuck_poll_writes_a_snapshot_that_holds_its_slice() {
     );
 }
 
-/// Issue 32's check: a 50 ms stall in one request's poll, while clients
-/// keep an HTTP/1.1 server busy, is in a snapshot written within a second.
+/// The flight recorder's promise under load: a 50 ms stall in one
+/// request's poll, while clients keep an HTTP/1.1 server busy, is in a
+/// snapshot written within a second.
 #[test]
 fn a_stall_under_http_load_is_in_a_snapshot_within_a_second() {
     use std::io::{Read, Write};
