@@ -20,7 +20,7 @@
 //!   while its timeout fires leaves `nmspinning` equal to the Ms that think
 //!   they spin (`Machine::woken`).
 //! * `loom_handoff_preempted_task_requeued_while_its_waker_fires`: a task
-//!   preempted at a safe point (production `consume_budget`, async-task's
+//!   preempted at a safe point (production `consume_budget`, the task's
 //!   wake-while-running, `Sched::schedule`) while a thread without a P
 //!   wakes it: queued exactly once, at the tail of its P's ring, nobody
 //!   woken for it, run once to completion.
@@ -74,13 +74,14 @@
 //!   watcher's timeout as a `Handoff::Recheck` from a third thread, which
 //!   `stopm` treats as a timeout and which, like a real timeout, never
 //!   displaces a handoff already in the slot.
-//! * async-task keeps its task state in std atomics that loom does not
-//!   see, so each of its transitions is one step and loom finds no
+//! * The task's state word (`sched/task/raw/`) is in std atomics that
+//!   loom does not see in this model, so each of its transitions is one step and loom finds no
 //!   conflict between the outside wake and the run. A loom atomic probe
 //!   (`phase`) read just before the outside wake makes loom try it before
 //!   the poll, during it and after the requeue; the test checks that all
-//!   three were explored. The races inside async-task (wake vs the end of
-//!   a poll) are async-task's to prove; the model checks what goro owns.
+//!   three were explored. The races inside the task's state word (wake vs
+//!   the end of a poll) are the task's own model's to prove (`raw/loom.rs`,
+//!   `--cfg loom_task`); this one checks the queues around it.
 
 use crate::loom::thread;
 use crate::sched::loom::tests::{model_sched_with, on_p, runqput_here};
@@ -279,7 +280,7 @@ fn loom_handoff_watcher_count_non_spinning_handoff() {
 /// Model 3, a preempted task requeued while its waker fires. A task runs
 /// on P0 with its budget spent: its `consume_budget` safe point wakes the
 /// task and returns `Pending` (the production preemption path), so
-/// async-task reschedules it through `Sched::schedule` with
+/// the task reschedules it through `Sched::schedule` with
 /// `woken_while_running`, which sends it to `runqput_yield`. Meanwhile a
 /// thread without a P wakes the same task through a waker it holds (a
 /// message arrived), before, during or after that poll. P1 is idle and
@@ -288,7 +289,7 @@ fn loom_handoff_watcher_count_non_spinning_handoff() {
 /// not the global queue), no thread was woken for it, and running it once
 /// completes it.
 ///
-/// The limit: async-task's task state (running, scheduled, the
+/// The limit: the task's state word (running, scheduled, the
 /// wake-while-running flag) lives in std atomics that loom does not see,
 /// so each of its transitions runs as one step; loom interleaves the outside
 /// wake only at goro's own synchronisation points (the P's queue, the
@@ -311,7 +312,7 @@ fn loom_handoff_preempted_task_requeued_while_its_waker_fires() {
         assert_eq!(p0.id(), 0, "P0: the task's M");
         let polls = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(AtomicUsize::new(0));
-        // The probe: loom sees async-task's wake as independent of
+        // The probe: loom sees the task's wake as independent of
         // everything (its atomics are std's), so the outside thread reads
         // this loom atomic just before it wakes, and loom explores the wake
         // against each store of it.

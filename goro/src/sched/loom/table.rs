@@ -4,7 +4,7 @@
 //! Run with:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p goro --lib --release loom_table`
 //!
-//! A record's memory is the task's (async-task frees it after the task
+//! A record's memory is the task's (`raw/` frees it after the task
 //! leaves the table). The models stand for that free with a write to a
 //! loom cell beside each record, after `remove`, and the dump reads the
 //! cell of every record it is handed: loom reports a read that the

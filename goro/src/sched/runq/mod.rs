@@ -60,7 +60,7 @@
 //! `get` may read its own `tail` `Relaxed`; a non-owner may not).
 //!
 //! Ownership of tasks: a pointer in the ring or in `runnext` is an owned
-//! `async_task::Runnable` turned into a raw pointer. Exactly one party turns it
+//! `Runnable` turned into a raw pointer. Exactly one party turns it
 //! back: the one whose CAS removed it from the queue.
 //!
 //! Rejected: a Chase-Lev deque (LIFO for the owner hurts fairness and Go's

@@ -280,9 +280,9 @@ where
         .expect("goro: spawn into a sim bubble that is being dropped");
     let bubble = sched.sim.as_ref().expect("a bubble's scheduler");
     let n = bubble.take_number();
-    let schedule = move |r: Runnable, info: async_task::ScheduleInfo| {
+    let schedule = move |r: Runnable, woken_while_running: bool| {
         let bubble = owner.sim.as_ref().expect("a bubble's scheduler");
-        bubble.wake(Job::Task(r), n, info.woken_while_running);
+        bubble.wake(Job::Task(r), n, woken_while_running);
     };
     let (runnable, handle) = new_task_with(sched, future, spawn, schedule);
     bubble.lock().numbers.insert(runnable.metadata().id.0, n);

@@ -24,7 +24,7 @@
 //! [`Runtime::dump`](crate::Runtime::dump) and everything its future owned
 //! has been dropped. `join_next` then takes the result through the
 //! member's [`JoinHandle`], which for a finished member is ready at once
-//! (or wakes the group's task when async-task has stored the output).
+//! (or wakes the group's task once the output is stored).
 //!
 //! `join_next` is cancel-safe: the ready list and the handles live in the
 //! group, not in the `join_next` future, and a key leaves the list only
@@ -279,7 +279,7 @@ impl<T> TaskGroup<T> {
                 continue;
             };
             // The member's future is dropped: its output is stored, or
-            // about to be (async-task stores it after the poll returns);
+            // about to be (it is stored after the poll returns);
             // the handle wakes us then.
             let out = std::task::ready!(Pin::new(handle).poll(cx));
             self.shared.lock().done.pop_front();

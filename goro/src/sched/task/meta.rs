@@ -3,7 +3,7 @@
 //! Go keeps a goroutine's status, wait reason and `waitsince` in the `g`
 //! itself, and a goroutine dump (SIGQUIT, `runtime.Stack`) only reads them.
 //! goro does the same: every task carries a [`TaskMeta`] in its header
-//! (async-task's metadata slot, in the task's one allocation), and the
+//! (in the task's one allocation, `raw/`), and the
 //! scheduler writes into it at the transitions it passes through anyway:
 //!
 //! * **spawn** — id, parent, spawn location (`#[track_caller]`), name;
@@ -223,7 +223,7 @@ fn unpack_p(word: u64) -> Option<usize> {
     }
 }
 
-/// Per-task record, in the task's header (async-task metadata).
+/// Per-task record, in the task's header.
 pub(crate) struct TaskMeta {
     pub(crate) id: TaskId,
     /// The parent's id (0: none) and [`IN_GROUP`]: one word, read through

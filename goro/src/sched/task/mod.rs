@@ -1,43 +1,44 @@
 //! Tasks: goro's goroutines (the "G" of G/M/P).
 //!
-//! A task is one spawned future, allocated once by the `async-task` crate
-//! together with its header, its output slot and its schedule function. The
-//! `Runnable` handle is what run queues hold (one pointer); the `Task` handle
-//! is what `JoinHandle` wraps.
+//! A task is one spawned future, allocated once (`raw/`) together with its
+//! header (state word, the joiner's waker, the record), its schedule
+//! function and its output slot. The `Runnable` handle is what run queues
+//! hold (one pointer); the `TaskHandle` is what `JoinHandle` wraps. The
+//! memory of a dead task is kept for the next spawn (`memory.rs`, Go's
+//! `gfput`/`gfget`), so a spawn in steady state does not call the
+//! allocator.
 //!
-//! The future is wrapped in [`TaskFuture`], which does two things:
+//! The future is wrapped in [`TaskFuture`], which does three things:
 //!
 //! * catches a panic in the future so it surfaces as [`JoinError`] and the
 //!   worker thread keeps running (a panic never takes a P down with it);
 //! * drops the future itself, under `catch_unwind`, as soon as it completes
-//!   and when the task is dropped unfinished (abort, shutdown), and hands
-//!   async-task an output ([`TaskOutput`]) whose `Drop` catches too. Without
-//!   this, a panicking `Drop` of something a future owns (a value parked in
-//!   a channel send, a guard) or of a detached task's output ran inside
-//!   async-task's `run`, outside any catch: the panic unwound through the
-//!   scheduler loop and the process aborted ("panic in a destructor during
-//!   cleanup"), and async-task drops outputs under `abort_on_panic` anyway.
-//!   Such a panic is reported by the panic hook like any other; a completed
-//!   task whose future panicked while being dropped reports
-//!   [`JoinError::Panic`] (as tokio does), an aborted one `Cancelled`;
+//!   and when the task is dropped unfinished (abort, shutdown), and stores
+//!   an output ([`TaskOutput`]) whose `Drop` catches too. Without this, a
+//!   panicking `Drop` of something a future owns (a value parked in a
+//!   channel send, a guard) or of a detached task's output would run
+//!   inside `Runnable::run`, outside any catch: the panic would unwind
+//!   through the scheduler loop. Such a panic is reported by the panic
+//!   hook like any other; a completed task whose future panicked while
+//!   being dropped reports [`JoinError::Panic`] (as tokio does), an aborted
+//!   one `Cancelled`;
 //! * the first time the task parks (returns `Pending`), hands its waker to
-//!   the runtime's task table (`task_table.rs`), so that dropping the
-//!   runtime can wake every parked task and have its future dropped. Tasks
-//!   that never park (the common case in spawn-heavy code) never give one.
+//!   the runtime's task table (`table.rs`), so that dropping the runtime
+//!   can wake every parked task and have its future dropped. Tasks that
+//!   never park (the common case in spawn-heavy code) never give one.
 //!
-//! `async-task` does the one allocation and the state machine for
-//! wake-while-running and cancellation. What it cannot do is what Go does
-//! with a dead `g`: keep the allocation, and its place in the task table,
-//! for the next spawn. It allocates and frees each task itself, so a spawn
-//! pays the allocator and the table's lock both ways (about a sixth of a
-//! spawn chain's time), and its header keeps a state word beside the
-//! record's. A task allocation of goro's own is the step that would take
-//! both away; `docs/ARCHITECTURE.md`, "What a parked task costs", counts
-//! the bytes at stake.
+//! A reused allocation is a new task: its record is written afresh at
+//! spawn with a new [`TaskId`] (ids are never reused), and it enters the
+//! task table again. The old task left the table (under its shard's lock)
+//! when its future was dropped, before its memory could be freed, so a
+//! dump or the deadlock report, which read records only under that lock,
+//! never see a record being reused.
 
 pub mod coop;
 pub(crate) mod group;
+pub(crate) mod memory;
 pub(crate) mod meta;
+pub(crate) mod raw;
 pub(crate) mod spawn;
 pub(crate) mod table;
 pub(crate) mod unjoined;
@@ -56,8 +57,7 @@ use crate::sched::task::meta::{blocked_on, Parent, PollScope, Reason, State, Tas
 use crate::sched::task::table::TaskTable;
 use crate::sched::Sched;
 
-/// A scheduled task, as held by run queues.
-pub(crate) type Runnable = async_task::Runnable<TaskMeta>;
+pub(crate) use raw::Runnable;
 
 /// Creates a task for `future` on `sched` and returns it unscheduled.
 /// The task keeps `sched` (in its schedule function) until it is freed:
@@ -72,8 +72,8 @@ where
     F::Output: Send + 'static,
 {
     let rt: *const Sched = Arc::as_ptr(&sched);
-    let schedule = move |runnable: Runnable, info: async_task::ScheduleInfo| {
-        sched.schedule(runnable, info.woken_while_running);
+    let schedule = move |runnable: Runnable, woken_while_running: bool| {
+        sched.schedule(runnable, woken_while_running);
     };
     // SAFETY: `schedule` holds an `Arc` of `*rt` and the task keeps it until
     // it is freed; the `Runnable` made below keeps the task alive past the
@@ -102,7 +102,7 @@ pub(crate) fn new_task_with<F, S>(
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
-    S: Fn(Runnable, async_task::ScheduleInfo) + Send + Sync + 'static,
+    S: Fn(Runnable, bool) + Send + Sync + 'static,
 {
     let table: *const TaskTable = &sched.tasks;
     let meta = TaskMeta::new(
@@ -112,19 +112,20 @@ where
         spawn.parent,
         crate::sched::timer::clock::coarse(),
     );
-    let (runnable, task) = async_task::Builder::new().metadata(meta).spawn(
-        |meta: &TaskMeta| TaskFuture {
+    let (runnable, task) = raw::spawn(
+        meta,
+        |meta| TaskFuture {
             future: ManuallyDrop::new(future),
             live: true,
             parked_once: false,
             meta,
             table,
         },
-        async_task::WithInfo(schedule),
+        schedule,
     );
     // SAFETY: the metadata lives in the task's header until the allocation
     // is freed, and the task's future (created just above) removes it from
-    // the table when it is dropped, which async-task does before freeing.
+    // the table when it is dropped, which `raw/` does before freeing.
     unsafe { sched.tasks.insert(runnable.metadata(), spawn.p) };
     (runnable, JoinHandle::new(task))
 }
@@ -137,7 +138,7 @@ struct TaskFuture<F> {
     live: bool,
     /// Whether the task has parked, and so handed the table its waker.
     parked_once: bool,
-    /// This task's record, in the same allocation (async-task's header).
+    /// This task's record, in the same allocation (the task's header).
     meta: *const TaskMeta,
     /// The runtime's task table, which lists this task until `drop_future`.
     table: *const TaskTable,
@@ -151,7 +152,7 @@ unsafe impl<F: Send> Send for TaskFuture<F> {}
 impl<F> TaskFuture<F> {
     fn meta(&self) -> &TaskMeta {
         // SAFETY: the metadata is in the header of the allocation that holds
-        // this future, and async-task frees the header only after the future
+        // this future, and `raw/` frees the header only after the future
         // is dropped.
         unsafe { &*self.meta }
     }
@@ -193,7 +194,7 @@ impl<F: Future> Future for TaskFuture<F> {
         let scope = PollScope::enter(this.meta().id);
         crate::sched::trace::poll_start(this.meta().id);
         // SAFETY: `this.future` lives inside the pinned `TaskFuture` and is
-        // live (async-task never polls a completed task).
+        // live (a completed task is never polled).
         let fut = unsafe { Pin::new_unchecked(&mut *this.future) };
         let out = match catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
             Ok(Poll::Pending) => {
@@ -257,12 +258,12 @@ impl<F> Drop for TaskFuture<F> {
     }
 }
 
-/// A task's result as async-task stores it. Dropping it (a detached task's
-/// output, an aborted finished task's) catches a panic in the value's
-/// `Drop`: async-task drops outputs under `abort_on_panic`, which would
-/// take the whole process down. The hook has reported the panic. A task's
-/// own panic dropped here was never joined (`unjoined.rs`); `abort` takes
-/// a finished task's output out first, so discarding it is not that.
+/// A task's result as its allocation stores it. Dropping it (a detached
+/// task's output, an aborted finished task's) catches a panic in the
+/// value's `Drop`, which would otherwise unwind through the scheduler. The
+/// hook has reported the panic. A task's own panic dropped here was never
+/// joined (`unjoined.rs`); `abort` takes a finished task's output out
+/// first, so discarding it is not that.
 pub(crate) struct TaskOutput<T>(Option<Result<T, JoinError>>);
 
 impl<T> TaskOutput<T> {
@@ -314,7 +315,7 @@ pub struct JoinHandle<T> {
 
 /// Where a [`JoinHandle`] stands.
 enum Slot<T> {
-    Running(async_task::FallibleTask<TaskOutput<T>, TaskMeta>),
+    Running(raw::TaskHandle<TaskOutput<T>>),
     /// A poll returned the result: polling again is a bug in the caller,
     /// reported as such (not as a cancelled task).
     Returned,
@@ -322,10 +323,10 @@ enum Slot<T> {
 }
 
 impl<T> JoinHandle<T> {
-    fn new(task: async_task::Task<TaskOutput<T>, TaskMeta>) -> JoinHandle<T> {
+    fn new(task: raw::TaskHandle<TaskOutput<T>>) -> JoinHandle<T> {
         JoinHandle {
             id: task.metadata().id,
-            slot: std::sync::Mutex::new(Slot::Running(task.fallible())),
+            slot: std::sync::Mutex::new(Slot::Running(task)),
         }
     }
 
@@ -353,9 +354,8 @@ impl<T> JoinHandle<T> {
     /// });
     /// ```
     pub fn abort(&self) {
-        // Dropping async-task's handle cancels the task: a parked future is
-        // dropped by the next run of its Runnable, which cancellation
-        // schedules. Dropped after the lock is released.
+        // Cancelling drops a parked future by the next run of its Runnable,
+        // which cancellation schedules. Done after the lock is released.
         let task = {
             let mut slot = self.slot();
             match *slot {
@@ -369,11 +369,11 @@ impl<T> JoinHandle<T> {
             // not count as one nobody joined.
             if task.is_finished() {
                 let mut cx = Context::from_waker(Waker::noop());
-                if let Poll::Ready(Some(out)) = Pin::new(&mut task).poll(&mut cx) {
+                if let Poll::Ready(Some(out)) = task.poll_output(&mut cx) {
                     drop_quietly(out.into_inner());
                 }
             }
-            drop(task);
+            task.cancel();
         }
     }
 
@@ -397,9 +397,8 @@ impl<T> JoinHandle<T> {
         // SAFETY: `this` is never used or dropped again, so the slot is
         // moved out once; `id` has no drop.
         let slot = unsafe { std::ptr::read(&this.slot) };
-        if let Slot::Running(task) = slot.into_inner().unpoison() {
-            task.detach();
-        }
+        // Dropping the task's handle detaches it.
+        drop(slot.into_inner().unpoison());
     }
 }
 
@@ -407,9 +406,8 @@ impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
         // `&mut self`: no other reference, so no lock to take.
         let slot = self.slot.get_mut().unpoison();
-        if let Slot::Running(task) = std::mem::replace(slot, Slot::Aborted) {
-            task.detach();
-        }
+        // Dropping the task's handle detaches it.
+        drop(std::mem::replace(slot, Slot::Aborted));
     }
 }
 
@@ -433,7 +431,7 @@ impl<T> Future for JoinHandle<T> {
                 );
             }
         };
-        match Pin::new(task).poll(cx) {
+        match task.poll_output(cx) {
             Poll::Pending => {
                 blocked_on(Reason::Join, self.id.0);
                 Poll::Pending
@@ -561,14 +559,15 @@ pub(crate) mod test_support {
             crate::sched::task::meta::Parent::SPAWNER,
             1,
         );
-        let (r, t) = async_task::Builder::new().metadata(meta).spawn(
+        let (r, t) = super::raw::spawn(
+            meta,
             move |_| async move {
                 let _g = guard;
                 ran.lock().unwrap().push(id);
             },
-            |_r: Runnable| panic!("test task rescheduled"),
+            |_r: Runnable, _| panic!("test task rescheduled"),
         );
-        t.detach();
+        drop(t);
         r
     }
 }
@@ -584,6 +583,12 @@ mod size_tests {
             size_of::<super::TaskMeta>(),
             64,
             "the task record changed size: update docs/ARCHITECTURE.md's table"
+        );
+        assert_eq!(
+            size_of::<super::raw::Header>(),
+            32 + 64,
+            "the task header (state word, vtable, joiner's waker, record) changed size: \
+             update docs/ARCHITECTURE.md's table"
         );
         assert_eq!(
             size_of::<super::TaskFuture<[u64; 0]>>(),
