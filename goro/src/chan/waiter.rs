@@ -191,58 +191,22 @@ impl<T> Parked<T> {
 
 /// Heap blocks for waiters, with Go's sudog cache: a park allocates one and
 /// the owner frees it, a few hundred nanoseconds apart and usually on the
-/// same thread, so each thread keeps a few freed blocks for its next parks.
-/// Blocks come in two size classes ([`blocks::CLASSES`]): every waiter that
-/// fits in one is allocated with exactly the smallest class's layout that
-/// fits it (cached or not), so a block freed on another thread, into that
-/// thread's cache or to the allocator, is always freed with the layout it
-/// was allocated with. Bigger waiters are plain boxes. Two classes rather
-/// than one: a parked receive of a small value (a waiter of a `u64` is 56
-/// bytes) is the commonest wait a Go-style program holds, a million at a
-/// time, and a 64-byte block is 80 bytes of heap where a 128-byte one is
-/// 144. Under loom the cache is off (model threads share one OS thread's
+/// same thread, so the block comes from, and goes back to, the thread's
+/// free lists that tasks use too (`sched/task/memory.rs`: size classes,
+/// 64 blocks per class per thread, a bounded process-wide spill). A waiter
+/// of a `u64` (56 bytes, the commonest wait a Go-style program holds, a
+/// million at a time) takes the 56-byte class: 64 bytes of heap. Under
+/// loom the lists are off (model threads share one OS thread's
 /// thread-locals).
-///
-/// A cached block is one of the 16 most recently freed of its class per
-/// thread at most; memory held for nothing is at most 3 KiB per thread,
-/// freed when it exits.
 mod blocks {
-    use std::alloc::Layout;
+    use crate::sched::task::memory::{alloc, free as dealloc};
     use std::ptr::NonNull;
-
-    const fn layout(size: usize) -> Layout {
-        match Layout::from_size_align(size, 16) {
-            Ok(l) => l,
-            Err(_) => panic!("a valid layout"),
-        }
-    }
-
-    /// The layouts of cached blocks, smallest first: a waiter of a value up
-    /// to about 16 bytes, and up to about 80.
-    pub(super) const CLASSES: [Layout; 2] = [layout(64), layout(128)];
-
-    /// The class whose blocks hold `W`s, if any.
-    pub(super) const fn class<W>() -> Option<usize> {
-        let l = Layout::new::<W>();
-        let mut c = 0;
-        while c < CLASSES.len() {
-            if l.size() <= CLASSES[c].size() && l.align() <= CLASSES[c].align() && l.size() > 0 {
-                return Some(c);
-            }
-            c += 1;
-        }
-        None
-    }
 
     /// Moves `w` to the heap.
     #[inline]
     pub(super) fn new<W>(w: W) -> NonNull<W> {
-        let Some(c) = (const { class::<W>() }) else {
-            return NonNull::from(Box::leak(Box::new(w)));
-        };
-        let p = cache::take(c).cast::<W>();
-        // SAFETY: `p` is a live, unaliased allocation of `CLASSES[c]`, which
-        // is at least as large and as aligned as `W` (`class`).
+        let p = alloc::<W>();
+        // SAFETY: `p` is a live, unaliased allocation for a `W`.
         unsafe { p.as_ptr().write(w) };
         p
     }
@@ -254,137 +218,10 @@ mod blocks {
     /// `p` came from `new::<W>` and is not used again.
     #[inline]
     pub(super) unsafe fn free<W>(p: NonNull<W>) {
-        let Some(c) = (const { class::<W>() }) else {
-            // SAFETY: made by `Box::leak` in `new`; the caller's last use.
-            drop(unsafe { Box::from_raw(p.as_ptr()) });
-            return;
-        };
         // SAFETY: `new` wrote a `W` there; the caller's last use.
         unsafe { std::ptr::drop_in_place(p.as_ptr()) };
-        // SAFETY: an allocation of `CLASSES[c]` (`new` used the same class),
-        // now holding nothing.
-        unsafe { cache::put(c, p.cast()) };
-    }
-
-    /// A fresh block of class `c`.
-    #[cold]
-    fn alloc(c: usize) -> NonNull<u8> {
-        // SAFETY: every class has a non-zero size.
-        let p = unsafe { std::alloc::alloc(CLASSES[c]) };
-        NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(CLASSES[c]))
-    }
-
-    /// Gives a block of class `c` back to the allocator.
-    ///
-    /// # Safety
-    ///
-    /// `b` is an unused allocation of `CLASSES[c]`, given up by the caller.
-    unsafe fn dealloc(c: usize, b: NonNull<u8>) {
-        // SAFETY: the caller's contract.
-        unsafe { std::alloc::dealloc(b.as_ptr(), CLASSES[c]) };
-    }
-
-    #[cfg(not(loom))]
-    mod cache {
-        use super::CLASSES;
-        use std::cell::Cell;
-        use std::ptr::NonNull;
-
-        /// Freed blocks kept per thread and class.
-        const KEPT: usize = 16;
-
-        /// One class's freed blocks.
-        struct Kept {
-            len: Cell<usize>,
-            blocks: [Cell<*mut u8>; KEPT],
-        }
-
-        struct Cache([Kept; CLASSES.len()]);
-
-        impl Drop for Cache {
-            fn drop(&mut self) {
-                for (c, kept) in self.0.iter().enumerate() {
-                    for b in &kept.blocks[..kept.len.get()] {
-                        // SAFETY: every block kept for class `c` is an unused
-                        // allocation of `CLASSES[c]` owned by the cache.
-                        unsafe { super::dealloc(c, NonNull::new_unchecked(b.get())) };
-                    }
-                }
-            }
-        }
-
-        thread_local! {
-            static CACHE: Cache = const {
-                Cache([const {
-                    Kept {
-                        len: Cell::new(0),
-                        blocks: [const { Cell::new(std::ptr::null_mut()) }; KEPT],
-                    }
-                }; CLASSES.len()])
-            };
-        }
-
-        /// A block of class `c`: a cached one, else a new one.
-        #[inline]
-        pub(super) fn take(c: usize) -> NonNull<u8> {
-            let cached = CACHE
-                .try_with(|cache| {
-                    let kept = &cache.0[c];
-                    match kept.len.get() {
-                        0 => std::ptr::null_mut(),
-                        n => {
-                            kept.len.set(n - 1);
-                            kept.blocks[n - 1].get()
-                        }
-                    }
-                })
-                .unwrap_or(std::ptr::null_mut());
-            NonNull::new(cached).unwrap_or_else(|| super::alloc(c))
-        }
-
-        /// Keeps `b` for a later `take`, or frees it if the class's cache is
-        /// full (or this thread's cache is already gone).
-        ///
-        /// # Safety
-        ///
-        /// `b` is an unused allocation of `CLASSES[c]`, given up by the caller.
-        #[inline]
-        pub(super) unsafe fn put(c: usize, b: NonNull<u8>) {
-            let kept = CACHE
-                .try_with(|cache| {
-                    let kept = &cache.0[c];
-                    let n = kept.len.get();
-                    if n == KEPT {
-                        return false;
-                    }
-                    kept.blocks[n].set(b.as_ptr());
-                    kept.len.set(n + 1);
-                    true
-                })
-                .unwrap_or(false);
-            if !kept {
-                // SAFETY: the caller gives up an allocation of `CLASSES[c]`.
-                unsafe { super::dealloc(c, b) };
-            }
-        }
-    }
-
-    /// Under loom: no cache, every block straight from the allocator.
-    #[cfg(loom)]
-    mod cache {
-        use std::ptr::NonNull;
-
-        pub(super) fn take(c: usize) -> NonNull<u8> {
-            super::alloc(c)
-        }
-
-        /// # Safety
-        ///
-        /// `b` is an unused allocation of `CLASSES[c]`, given up by the caller.
-        pub(super) unsafe fn put(c: usize, b: NonNull<u8>) {
-            // SAFETY: the caller's contract.
-            unsafe { super::dealloc(c, b) };
-        }
+        // SAFETY: from `alloc::<W>`, now holding nothing.
+        unsafe { dealloc(p) };
     }
 }
 
@@ -515,13 +352,11 @@ pub(crate) fn wake(w: Woken) {
 
 #[cfg(all(test, target_pointer_width = "64"))]
 mod size_tests {
-    /// A parked receive of a small value takes the small block class
+    /// A parked receive of a small value is 56 bytes, a class of its own
+    /// in `sched/task/memory.rs` (whose tests hold that): 64 bytes of heap
     /// (docs/ARCHITECTURE.md, "What a parked task costs").
     #[test]
     fn a_small_values_waiter_takes_the_small_class() {
         assert_eq!(std::mem::size_of::<super::Waiter<u64>>(), 56);
-        assert_eq!(super::blocks::class::<super::Waiter<u64>>(), Some(0));
-        assert_eq!(super::blocks::class::<super::Waiter<[u64; 8]>>(), Some(1));
-        assert_eq!(super::blocks::class::<super::Waiter<[u64; 16]>>(), None);
     }
 }

@@ -32,19 +32,24 @@ use std::alloc::Layout;
 use std::ptr::NonNull;
 
 /// The classes' sizes, smallest first: a step of 16 bytes up to 248, 32
-/// up to 504, 64 up to 1016, so a task wastes at most an eighth of its
-/// block. Each is 8 below a multiple of 16 because glibc adds an 8-byte
-/// header to a request and rounds the chunk up to 16: such a request fills
-/// its chunk exactly, so a task costs the heap no more than an allocation
-/// of its own size did. A task is its header (96 bytes) plus its future,
-/// so most fit one of these.
-pub(crate) const CLASSES: [usize; 24] = {
-    let mut c = [0; 24];
+/// up to 504, 64 up to 1016, so a task (136 bytes at least: a 96-byte
+/// header and its future) wastes at most an eighth of its block; the small
+/// classes below 136 serve channel waiters (`chan/waiter.rs`). Each is 8
+/// below a multiple of 16 because glibc adds an 8-byte header to a request
+/// and rounds the chunk up to 16: such a request fills its chunk exactly,
+/// so a block costs the heap no more than an allocation of its own size.
+pub(crate) const CLASSES: [usize; 31] = {
+    let mut c = [0; 31];
     let mut i = 0;
+    while i < 7 {
+        c[i] = 24 + 16 * i; // 24 ..= 120
+        i += 1;
+    }
+    i = 0;
     while i < 8 {
-        c[i] = 136 + 16 * i; // 136 ..= 248
-        c[i + 8] = 280 + 32 * i; // 280 ..= 504
-        c[i + 16] = 568 + 64 * i; // 568 ..= 1016
+        c[i + 7] = 136 + 16 * i; // 136 ..= 248
+        c[i + 15] = 280 + 32 * i; // 280 ..= 504
+        c[i + 23] = 568 + 64 * i; // 568 ..= 1016
         i += 1;
     }
     c
@@ -260,16 +265,28 @@ mod tests {
     fn every_layout_maps_to_the_smallest_class_that_holds_it() {
         let class = |size, align| class_of(Layout::from_size_align(size, align).unwrap());
         assert_eq!(class(1, 1), Some(0));
-        assert_eq!(class(136, 8), Some(0));
-        assert_eq!(class(137, 8), Some(1));
-        assert_eq!(class(232, 8), Some(6), "the parked-task row's 232 bytes");
-        assert_eq!(CLASSES[6], 232);
-        assert_eq!(class(249, 8), Some(8));
+        assert_eq!(
+            class(56, 8).map(|c| CLASSES[c]),
+            Some(56),
+            "a waiter of a u64"
+        );
+        assert_eq!(class(136, 8).map(|c| CLASSES[c]), Some(136));
+        assert_eq!(class(137, 8).map(|c| CLASSES[c]), Some(152));
+        assert_eq!(
+            class(232, 8).map(|c| CLASSES[c]),
+            Some(232),
+            "the parked-task row's task"
+        );
+        assert_eq!(class(249, 8).map(|c| CLASSES[c]), Some(280));
         assert_eq!(class(1016, 16), Some(CLASSES.len() - 1));
         assert_eq!(class(1017, 8), None);
         assert_eq!(class(64, 64), None);
         for w in CLASSES.windows(2) {
-            assert!(w[0] < w[1] && w[1] - w[0] <= w[0] / 4, "classes {w:?}");
+            assert!(w[0] < w[1], "classes {w:?}");
+            assert!(
+                w[0] < 136 || w[1] - w[0] <= w[1] / 8,
+                "a task class wastes more than an eighth: {w:?}"
+            );
         }
         assert!(CLASSES.iter().all(|c| c % 16 == 8), "{CLASSES:?}");
     }

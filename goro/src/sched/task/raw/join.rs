@@ -104,7 +104,7 @@ impl<T> TaskHandle<T> {
             }
             let idle = s & (SCHEDULED | RUNNING) == 0;
             let next = if idle {
-                s + REF + SCHEDULED + CLOSED
+                s + 2 * REF + SCHEDULED + CLOSED
             } else {
                 s | CLOSED
             };
@@ -114,8 +114,9 @@ impl<T> TaskHandle<T> {
             {
                 Ok(_) => {
                     if idle {
-                        // SAFETY: SCHEDULED and the reference just added go
-                        // to the Runnable, whose run drops the future.
+                        // SAFETY: SCHEDULED and a reference just added go to
+                        // the Runnable, whose run drops the future; the
+                        // other to the call.
                         unsafe { (header.vtable().schedule)(h, false) };
                     }
                     break;

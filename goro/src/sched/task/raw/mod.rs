@@ -14,6 +14,10 @@
 //! * a [`Waker`]: it may schedule the task;
 //! * the [`TaskHandle`] (inside a `JoinHandle`): it may take the output.
 //!
+//! A call of the schedule function holds one more, for its length (the
+//! function lives in the allocation); the read-modify-write that sets
+//! SCHEDULED adds it with the `Runnable`'s.
+//!
 //! The state word holds the reference count above six flags:
 //!
 //! ```text
@@ -268,22 +272,20 @@ impl<F: Future, S: Fn(Runnable, bool)> Cell<F, S> {
 
     /// # Safety
     ///
-    /// `h` heads a live `Cell<F, S>` and the caller gives up one reference
-    /// and SCHEDULED to the `Runnable`.
+    /// `h` heads a live `Cell<F, S>`, and the caller gives up SCHEDULED and
+    /// one reference to the `Runnable`, and one more reference to the call.
+    ///
+    /// The call's reference: the schedule function lives in the
+    /// allocation, and it may drop the Runnable (a runtime shutting down)
+    /// or hand it to a thread that runs it to the end before the function
+    /// returns; the call's reference keeps the allocation, the function and
+    /// what it captures (the runtime) alive until then. Callers add it in
+    /// the same read-modify-write that sets SCHEDULED.
     unsafe fn schedule(h: NonNull<Header>, woken_while_running: bool) {
-        // SAFETY: the caller's contract.
+        let _call = RefGuard(h);
+        // SAFETY: the caller's contract; `_call` keeps the cell alive.
         let cell = unsafe { Self::at(h) };
-        // The closure lives in the allocation, and it may drop the Runnable
-        // (a runtime shutting down) or run it to the end: a reference of
-        // our own keeps the allocation, the closure and what it captures
-        // alive until the call returns. A closure that captures nothing
-        // needs none.
-        let guard = (std::mem::size_of::<S>() > 0).then(|| {
-            cell.header.add_ref();
-            RefGuard(h)
-        });
         (cell.schedule)(Runnable { ptr: h }, woken_while_running);
-        drop(guard);
     }
 
     /// # Safety
@@ -415,17 +417,19 @@ impl Header {
             } else if s & RUNNING != 0 {
                 s | SCHEDULED
             } else if owned {
-                // The caller's reference becomes the Runnable's.
-                s | SCHEDULED
-            } else {
+                // The caller's reference becomes the Runnable's; one more
+                // is the schedule call's.
                 s + REF + SCHEDULED
+            } else {
+                s + 2 * REF + SCHEDULED
             };
             match header
                 .state
                 .compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) if s & (RUNNING | SCHEDULED) == 0 => {
-                    // SAFETY: SCHEDULED and one reference go to the Runnable.
+                    // SAFETY: SCHEDULED and one reference go to the Runnable,
+                    // one to the call.
                     unsafe { (header.vtable().schedule)(h, false) };
                     return;
                 }

@@ -6,7 +6,7 @@ use std::ptr::NonNull;
 use std::task::{Context, RawWaker, RawWakerVTable, Waker};
 
 use super::sync::Ordering;
-use super::{Header, CLOSED, COMPLETE, JOIN, RUNNING, SCHEDULED};
+use super::{Header, CLOSED, COMPLETE, JOIN, REF, RUNNING, SCHEDULED};
 use crate::sched::task::meta::TaskMeta;
 
 /// A scheduled task: what run queues hold (one pointer).
@@ -32,8 +32,12 @@ impl Runnable {
     /// Hands the task to its schedule function (as a wake would).
     pub(crate) fn schedule(self) {
         let this = ManuallyDrop::new(self);
-        // SAFETY: our reference and SCHEDULED go to the new Runnable.
-        unsafe { (this.ptr.as_ref().vtable().schedule)(this.ptr, false) };
+        // SAFETY: our reference keeps the header alive.
+        let header = unsafe { this.ptr.as_ref() };
+        header.add_ref();
+        // SAFETY: our reference and SCHEDULED go to the new Runnable, the
+        // one just added to the call.
+        unsafe { (header.vtable().schedule)(this.ptr, false) };
     }
 
     /// A waker of this task (one more reference).
@@ -121,15 +125,20 @@ impl Runnable {
                 unsafe { Header::cancel_held(h) };
                 return false;
             }
-            match header.state.compare_exchange_weak(
-                s,
-                s & !RUNNING,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+            // Woken during the poll: one more reference, for the schedule
+            // call (ours goes to the next Runnable).
+            let next = if s & SCHEDULED != 0 {
+                (s & !RUNNING) + REF
+            } else {
+                s & !RUNNING
+            };
+            match header
+                .state
+                .compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire)
+            {
                 Ok(_) if s & SCHEDULED != 0 => {
-                    // Woken during the poll: our reference and SCHEDULED go
-                    // to the next Runnable.
+                    // Our reference and SCHEDULED go to the next Runnable,
+                    // the one just added to the call.
                     // SAFETY: as said.
                     unsafe { (header.vtable().schedule)(h, true) };
                     return true;
