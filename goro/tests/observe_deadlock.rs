@@ -5,9 +5,12 @@
 //! A deadlocked test here must *fail* (panic with the report): each is a
 //! `should_panic` test. Every other wait has a deadline.
 
+mod support;
+
 use goro::chan;
 use goro::sync::WaitGroup;
 use std::time::Duration;
+use support::within;
 
 fn fail_fast() -> goro::Runtime {
     goro::Runtime::builder()
@@ -94,6 +97,14 @@ fn the_report_carries_the_dump() {
 /// later deadlock of the same runtime names its `block_on` caller.
 #[test]
 fn a_failed_run_forgets_its_main_task() {
+    within(
+        Duration::from_secs(20),
+        "the second deadlock of one runtime was never reported",
+        a_failed_run_forgets_its_main_task_body,
+    );
+}
+
+fn a_failed_run_forgets_its_main_task_body() {
     let rt = fail_fast();
     let report = |r: std::thread::Result<()>| -> String {
         r.expect_err("a deadlock must fail when the check is set to Fail")
@@ -124,6 +135,29 @@ fn a_failed_run_forgets_its_main_task() {
     assert!(
         second.starts_with("goro: likely deadlock: the block_on caller (chan receive)"),
         "the second report still named the first run's main task:\n{second}"
+    );
+}
+
+/// Every deadlocked `block_on` of one runtime fails, the later ones too:
+/// a caller that parks starts a new idle period, although no P ran since
+/// the monitor checked the last one (it sleeps for good after a check).
+#[test]
+fn each_deadlocked_block_on_of_one_runtime_fails() {
+    within(
+        Duration::from_secs(20),
+        "a later deadlocked block_on was never reported",
+        || {
+            let rt = fail_fast();
+            for round in 0..3 {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    rt.block_on(async {
+                        let (_tx, rx) = chan::bounded::<u32>(0);
+                        let _ = rx.recv().await;
+                    })
+                }));
+                assert!(r.is_err(), "round {round}: the deadlock must fail");
+            }
+        },
     );
 }
 

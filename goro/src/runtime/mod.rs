@@ -234,6 +234,9 @@ impl Runtime {
             // waker published before waking us is visible to the next poll.
             if !parker.notified.swap(false, Ordering::Acquire) {
                 let _parked = BlockOnParked::enter(&self.sched);
+                if deadlock.grace().is_some() {
+                    self.sched.block_on_new_wait();
+                }
                 while !parker.notified.swap(false, Ordering::Acquire) {
                     std::thread::park();
                     if let Some(report) = deadlock.failure_after(reports_seen) {

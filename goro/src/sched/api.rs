@@ -97,6 +97,14 @@ impl Sched {
         }
     }
 
+    /// A `block_on` caller is about to park while the deadlock check is
+    /// on: a new idle period begins, and a monitor asleep for good (its
+    /// last period checked) must wake to arm the check again.
+    pub(crate) fn block_on_new_wait(&self) {
+        self.idle.new_wait();
+        self.monitor.notify_busy();
+    }
+
     /// A polling `block_on` caller parks (`true`) or wakes (`false`).
     pub(crate) fn block_on_parked(&self, parking: bool) {
         // SeqCst: the deadlock check reads these counts after the idle

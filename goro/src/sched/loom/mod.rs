@@ -3,6 +3,7 @@
 //! run them).
 
 mod handoff;
+mod monitor;
 mod resize;
 mod runq;
 mod spare;

@@ -33,6 +33,11 @@
 //! while nothing happens. When every P is idle there is nothing to watch and
 //! the monitor sleeps on a condition variable until a P is taken from the
 //! idle list (`notify_busy`), so an idle runtime makes no wakeups at all.
+//! With the likely-deadlock check on, it first sleeps one grace period
+//! and checks (`runtime/deadlock.rs`), once per idle period. A period
+//! ends at the next move of the idle-period clock (`Idle::activity`: a P
+//! taken, a `block_on` caller parked anew), not only when the monitor
+//! sees a busy P: the P may come and go while it is busy with the check.
 
 use crate::loom::Unpoison;
 use crate::loom::{AtomicBool, Condvar, Mutex, Ordering};
@@ -69,7 +74,8 @@ impl Monitor {
         }
     }
 
-    /// Called when a P leaves the idle list: wakes the monitor if it sleeps.
+    /// Called when a P leaves the idle list (or a new wait begins,
+    /// `Sched::block_on_new_wait`): wakes the monitor if it sleeps.
     pub(crate) fn notify_busy(&self) {
         // SeqCst: pairs with the monitor's store of idle_sleep followed by
         // its re-check of npidle (the same publish-fence-check shape as the
@@ -85,6 +91,24 @@ impl Monitor {
         *woken = true;
         drop(woken);
         self.cv.notify_one();
+    }
+
+    /// The idle sleep: for `d` (`None`: no timeout) or until kicked, unless
+    /// a P is busy or the idle-period clock has moved past `period` since
+    /// the monitor last looked. Publish-fence-check with the takers and
+    /// the new waiters (`notify_busy`): the store of `idle_sleep` comes
+    /// before the re-reads, their bump before their load of it, so either
+    /// this sees the bump or they see the monitor asleep and kick it (loom
+    /// model `loom_monitor_*`).
+    pub(crate) fn sleep_while_idle(&self, sched: &Sched, period: u64, d: Option<Duration>) {
+        self.idle_sleep.store(true, Ordering::SeqCst);
+        if sched.idle.npidle() == sched.procs()
+            && sched.idle.activity() == period
+            && !sched.is_shutdown()
+        {
+            self.sleep(d);
+        }
+        self.idle_sleep.store(false, Ordering::SeqCst);
     }
 
     /// Sleeps for `d`, or until kicked; `None` for no timeout.
@@ -128,8 +152,11 @@ pub(crate) fn monitor_main(
     // has been idle, and whether this idle period was checked (once each:
     // whatever could end it, a timer, a socket, a blocking call, makes the
     // runtime busy first).
+    // An idle period also ends when the idle-period clock moves
+    // (`Idle::activity`): a P taken and given back between two looks.
     let mut idle_since: Option<Instant> = None;
     let mut checked = false;
+    let mut period = sched.idle.activity();
     // The flight recorder's latency trigger (`sched/trace/auto.rs`).
     let mut latency = crate::sched::trace::auto::LatencyWatch::new(&sched);
     loop {
@@ -149,9 +176,11 @@ pub(crate) fn monitor_main(
         let idle = sched.idle.npidle() == sched.procs()
             && sched.global.is_empty()
             && sched.resize.held() == 0;
-        if !idle {
+        let activity = if idle { sched.idle.activity() } else { period };
+        if !idle || activity != period {
             idle_since = None;
             checked = false;
+            period = activity;
         }
         let deadlock_due = match (idle, hooks.idle_grace(), checked) {
             (true, Some(grace), false) => Some(instant_after(
@@ -167,11 +196,11 @@ pub(crate) fn monitor_main(
         if idle {
             // Everything is idle: sleep until a P is taken (or the trace or
             // a pool cycle is due).
-            mon.idle_sleep.store(true, Ordering::SeqCst);
-            if sched.idle.npidle() == sched.procs() && !sched.is_shutdown() {
-                mon.sleep(wake_at.map(|t| t.saturating_duration_since(Instant::now())));
-            }
-            mon.idle_sleep.store(false, Ordering::SeqCst);
+            mon.sleep_while_idle(
+                &sched,
+                period,
+                wake_at.map(|t| t.saturating_duration_since(Instant::now())),
+            );
             delay = MIN_SLEEP;
             if let Some(w) = &mut stuck {
                 w.forget();

@@ -195,6 +195,12 @@ pub(crate) struct IdleLists {
     pub(crate) ps: Vec<usize>,
     /// Idle Ms (parked worker threads), a stack.
     pub(crate) ms: Vec<Arc<Parker>>,
+    /// The monitor's idle-period clock: counts every P taken off the list
+    /// and every new wait that could start a deadlock ([`Idle::new_wait`]).
+    /// A changed count ends an idle period even when the monitor saw no
+    /// busy P in between (the P was taken and given back while it ran the
+    /// previous period's check).
+    activity: u64,
 }
 
 pub(crate) struct Idle {
@@ -220,6 +226,7 @@ impl Idle {
             lists: Mutex::new(IdleLists {
                 ps: Vec::with_capacity(procs),
                 ms: Vec::new(),
+                activity: 0,
             }),
             npidle: AtomicUsize::new(0),
             nmspinning: AtomicUsize::new(0),
@@ -286,6 +293,7 @@ impl Idle {
     /// Takes an idle P. Caller holds the lock.
     pub(crate) fn pidleget(&self, lists: &mut IdleLists) -> Option<HeldP> {
         let p = lists.ps.pop()?;
+        lists.activity += 1;
         self.mask[p / 64].fetch_and(!(1 << (p % 64)), Ordering::Relaxed);
         self.set_timer_bit(p); // a running P may arm timers at any moment
         self.npidle.fetch_sub(1, Ordering::SeqCst);
@@ -308,6 +316,20 @@ impl Idle {
             self.npidle.fetch_sub(1, Ordering::SeqCst);
         }
         out.into_iter().map(HeldP::new).collect()
+    }
+
+    /// The idle-period clock (`IdleLists::activity`). Read under the lock,
+    /// after the monitor's `idle_sleep` store: a taker or a new waiter that
+    /// bumped it before is seen here, one that bumps it after sees the
+    /// monitor asleep and kicks it.
+    pub(crate) fn activity(&self) -> u64 {
+        self.lock().activity
+    }
+
+    /// A new wait began outside every P (a `block_on` caller parked): a
+    /// new idle period for the deadlock check.
+    pub(crate) fn new_wait(&self) {
+        self.lock().activity += 1;
     }
 
     pub(crate) fn npidle(&self) -> usize {
