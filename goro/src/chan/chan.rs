@@ -216,8 +216,7 @@ impl<T> Chan<T> {
     /// operation (receivers with nothing, senders keeping their value).
     /// `false` if it was already closed.
     pub(crate) fn close(&self) -> bool {
-        let mut woken = Vec::new();
-        {
+        let woken = {
             let mut inner = self.lock();
             if inner.closed {
                 return false;
@@ -225,6 +224,8 @@ impl<T> Chan<T> {
             inner.closed = true;
             let recvq = std::mem::take(&mut inner.recvq.entries);
             let sendq = std::mem::take(&mut inner.sendq.entries);
+            // Sized once: a context's `done` may have thousands parked.
+            let mut woken = Vec::with_capacity(recvq.len() + sendq.len());
             // Claim and finish under the lock, so that an owner that locks
             // this channel afterwards always sees DONE. Dead entries are
             // simply forgotten: their owners free them.
@@ -233,7 +234,8 @@ impl<T> Chan<T> {
                     woken.extend(Claimed { waiter: e.waiter }.finish());
                 }
             }
-        }
+            woken
+        };
         for w in woken {
             w.wake();
         }

@@ -16,8 +16,9 @@
 //! `g.done()`: the slot is free before `Wait` can return). So [`wait`] never
 //! hangs on a member that went away.
 //!
-//! Invariants, under the group's state lock (`active` is an atomic beside
-//! it, so that a member that succeeds ends without taking the lock):
+//! Invariants, under the group's state lock (`active` is the `WaitGroup`'s
+//! counter, outside it, so that a member that succeeds ends with one
+//! atomic subtraction and no lock):
 //!
 //! - `active` counts members started and not yet ended; `waiting` counts
 //!   [`go`](ErrGroup::go) calls parked for a free slot. [`set_limit`] panics
@@ -87,7 +88,6 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 
@@ -120,11 +120,11 @@ pub struct ErrGroup<E> {
 }
 
 struct Inner<E> {
+    /// Its counter is the number of members started and not yet ended
+    /// (`active` in the module docs), read under the state lock by
+    /// `set_limit`. One count, not a second atomic beside it: a member's
+    /// end is one contended subtraction, not two.
     wg: WaitGroup,
-    /// Members started and not yet ended. An atomic, not in [`State`], so
-    /// that a member's end takes no lock when it succeeds; read under the
-    /// state lock by `set_limit`.
-    active: AtomicUsize,
     /// Cancels the context of [`ErrGroup::with_context`].
     cancel: Option<Cancel>,
     state: Mutex<State<E>>,
@@ -184,7 +184,6 @@ impl<E> ErrGroup<E> {
         ErrGroup {
             inner: Arc::new(Inner {
                 wg: WaitGroup::new(),
-                active: AtomicUsize::new(0),
                 cancel,
                 state: Mutex::new(State {
                     err: None,
@@ -227,7 +226,9 @@ impl<E> ErrGroup<E> {
             );
         }
         let mut st = self.lock();
-        let active = self.inner.active.load(Ordering::Acquire);
+        // Acquire (in `count`): a member's end gives its slot back before
+        // its `done`, so a count of 0 means every slot is back.
+        let active = self.inner.wg.count();
         if active != 0 || st.waiting != 0 {
             let waiting = st.waiting;
             drop(st); // do not poison the lock for the other handles
@@ -345,8 +346,7 @@ impl<E> ErrGroup<E> {
         E: Send + 'static,
     {
         // Counted before the task exists, so `wait` cannot miss it; the
-        // guard undoes both if `spawn` panics (outside a runtime).
-        self.inner.active.fetch_add(1, Ordering::Relaxed);
+        // guard undoes it if `spawn` panics (outside a runtime).
         self.inner.wg.add(1);
         let task = MemberTask {
             fut: catch_unwind_future(fut),
@@ -420,7 +420,7 @@ impl<E> fmt::Debug for ErrGroup<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let st = self.lock();
         f.debug_struct("ErrGroup")
-            .field("active", &self.inner.active.load(Ordering::Relaxed))
+            .field("active", &self.inner.wg.count())
             .field("waiting", &st.waiting)
             .field("failed", &(st.err.is_some() || st.panic.is_some()))
             .field("with_context", &self.inner.cancel.is_some())
@@ -531,8 +531,7 @@ impl<E> Drop for Member<E> {
         if let Some(sem) = self.slot.take() {
             sem.add_permits(1);
         }
-        // Release: a `set_limit` that reads 0 sees the slot given back.
-        self.group.inner.active.fetch_sub(1, Ordering::Release);
+        // Its Release: a `set_limit` that reads 0 sees the slot given back.
         self.group.inner.wg.done();
     }
 }

@@ -119,6 +119,12 @@ impl WaitGroup {
         }
     }
 
+    /// The counter now (Acquire: what each `done` published before it is
+    /// visible once it reads 0).
+    pub(crate) fn count(&self) -> usize {
+        self.inner.count.load(Acquire)
+    }
+
     /// Decrements the counter by one (`add(-1)`).
     ///
     /// # Panics
