@@ -79,7 +79,7 @@ fn loom_table_dump_never_reads_a_freed_record_and_sees_every_live_task() {
 
         let (t, e) = (table.clone(), exiting.clone());
         let exit = thread::spawn(move || {
-            t.remove(&e.meta);
+            t.remove(&e.meta, false);
             // SAFETY: the stand-in free, checked by loom.
             unsafe { *e.freed.get_mut().deref() = true };
         });
@@ -87,7 +87,7 @@ fn loom_table_dump_never_reads_a_freed_record_and_sees_every_live_task() {
         let spawn = thread::spawn(move || {
             // SAFETY: removed below, before its stand-in free.
             unsafe { t.insert(&s.meta, Some(2)) };
-            t.remove(&s.meta);
+            t.remove(&s.meta, false);
             // SAFETY: the stand-in free, checked by loom.
             unsafe { *s.freed.get_mut().deref() = true };
         });
@@ -98,7 +98,7 @@ fn loom_table_dump_never_reads_a_freed_record_and_sees_every_live_task() {
         );
         exit.join().unwrap();
         spawn.join().unwrap();
-        table.remove(&live.meta);
+        table.remove(&live.meta, false);
     });
 }
 
@@ -135,7 +135,7 @@ fn loom_table_shutdown_takes_a_waker_kept_at_a_first_park_once() {
         let woken = count.0.load(std::sync::atomic::Ordering::SeqCst);
         assert!(woken <= 1, "shutdown took one waker twice");
         drop(taken);
-        table.remove(&task.meta);
+        table.remove(&task.meta, true);
         assert_eq!(
             Arc::strong_count(&count),
             1,

@@ -240,8 +240,9 @@ pub(crate) struct TaskMeta {
     /// When a sampled wake made it ready (timer clock; 0: not sampled),
     /// for the wake-to-run histogram (`runtime/metrics.rs`).
     woke_at: AtomicU64,
-    /// Where the task table holds this task: shard << 32 | index, or
-    /// `u64::MAX` while not in a table. Written by the table only.
+    /// Where the task table holds this task: shard << 48 | its entry's
+    /// address, or `u64::MAX` while not in a table. Written by the table
+    /// only.
     pub(crate) slot: AtomicU64,
 }
 

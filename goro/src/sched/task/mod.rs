@@ -170,7 +170,7 @@ impl<F> TaskFuture<F> {
         if !std::mem::replace(&mut self.live, false) {
             return Ok(());
         }
-        self.table().remove(self.meta());
+        self.table().remove(self.meta(), self.parked_once);
         crate::sched::trace::destroy(self.meta());
         // SAFETY: `live` was true, so the future has not been dropped, and
         // it is never touched again. Dropping a pinned value in place keeps

@@ -4,22 +4,58 @@
 //! A task enters at spawn and leaves when its future is dropped (it
 //! finished, was aborted, or the runtime shut down). The table holds a
 //! pointer to each task's [`TaskMeta`], which lives in the task's header;
-//! the pointer stays valid while the entry is in the table because a task
-//! leaves before its header can be freed (the future, whose drop removes
-//! the entry, is dropped before the allocation is), and both insert and
-//! remove take the shard's lock that a reader holds while it reads.
+//! the pointer stays valid while the entry holds it because a task leaves
+//! before its header can be freed (the future, whose drop removes the
+//! entry, is dropped before the allocation is).
 //!
 //! Sharded by the spawning P, so spawns on different Ps take different
 //! locks, and a task that finishes on the P that spawned it (the common
 //! case) finds its shard's line in that P's cache. The lock is a spin lock
-//! (one swap to take, one store to release): every spawn and every exit
-//! take it, nearly always uncontended, and held only for a few stores or
-//! a dump's copy; a futex mutex's second atomic on release cost spawning
-//! a measurable share. Each shard is a slot
-//! vector with a free list: insert and remove are O(1) with no allocation
-//! in the steady state. A reader holds one shard's lock at a time, only to
-//! copy its entries' fields, so it delays a spawn on that P by at most that
-//! copy and never waits for a task.
+//! (one swap to take, one store to release): every spawn takes it, nearly
+//! always uncontended, held only for a few stores or a reader's copy; a
+//! futex mutex's second atomic on release cost spawning a measurable
+//! share. Each shard's entries live in chunks that never move (a task's
+//! record holds its entry's address) and are reused through a free list:
+//! insert and remove are O(1) with no allocation in the steady state.
+//!
+//! # An exit takes no lock, unless the task has parked
+//!
+//! With one spawner and thieves running its tasks (Go's shape: a loop
+//! that starts a goroutine per job), every task is inserted into the
+//! spawner's shard and removed on another core. When removal took the
+//! shard's lock, that lock, its free list and its slots were one global
+//! lock whose lines crossed the cores on every spawn and every exit:
+//! insert and remove were 42% of `spawn_many`'s CPU at procs 2
+//! (`bench/results/2026-11-29-spawn-many-p2-perf.txt`). So an exit clears
+//! its entry without the lock and hands it back on the shard's `returned`
+//! stack (lock-free push, taken whole by the next insert that finds its
+//! free list empty), and counts itself in `gone`. An exit on the thread
+//! that holds the shard's P (the task ran where it was spawned) still
+//! takes the lock: uncontended there, and cheaper than the fence. What the lock protected
+//! is kept another way:
+//!
+//! * **No record is read after its free.** Readers (the dump, the
+//!   deadlock check) count themselves in `reading` before they read any
+//!   entry and read each record pointer afterwards; an exit clears its
+//!   pointer and then reads `reading`, a SeqCst fence between on each
+//!   side. Either the reader sees the cleared pointer, or the exit sees
+//!   the reader, and waits for its walk to end by taking the `walk` mutex
+//!   the reader holds throughout (publish-fence-check again). Readers
+//!   take turns on it; an exit that meets one waits for that walk, as a
+//!   goroutine's exit waits out Go's stop-the-world dump.
+//! * **A kept waker is taken once.** A task that has parked has handed the
+//!   table its waker (below), which shutdown may be taking under the lock:
+//!   such a task leaves under the lock as before.
+//! * **An entry is reused only after its exit.** The push is a Release, the
+//!   insert's take of the whole stack an Acquire.
+//!
+//! A cleared entry holds a tagged word (low bit set): on the `returned`
+//! stack the word is the next entry's address, so an entry stays three
+//! words (pointer, waker), as before. Rejected: a free bitmap (one more
+//! contended line per exit), and batching exits per thread (a batched
+//! record must outlive its task, which ties the table to the allocator).
+//! The chunks are not given back after a burst (Go's `allgs` never
+//! shrinks either): a million tasks leave 24 MB of entries behind.
 //!
 //! A task that parks hands the table a waker, once, at its first park
 //! ([`TaskTable::keep_waker`]): shutdown wakes every task that holds one so
@@ -34,11 +70,11 @@
 //! one a user most needs to see).
 
 use crate::loom::cell::{MutPtr, UnsafeCell};
+use crate::loom::{fence, AtomicPtr, AtomicUsize, Mutex, Ordering, Unpoison};
 #[cfg(not(loom))]
 use crate::sched::backoff::Backoff;
 use crate::sched::task::meta::TaskMeta;
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::Ordering;
 use std::task::Waker;
 
 /// Shards: enough that Ps rarely share one; a P's shard is its id modulo.
@@ -48,8 +84,32 @@ const SHARDS: usize = 64;
 #[cfg(loom)]
 const SHARDS: usize = 3;
 
+/// Entries per chunk.
+#[cfg(not(loom))]
+const CHUNK: usize = 64;
+/// Under loom: two, so that a model reaches a second chunk.
+#[cfg(loom)]
+const CHUNK: usize = 2;
+
+/// The low bit of a cleared entry's word (module docs).
+const CLEARED: usize = 1;
+
 pub(crate) struct TaskTable {
-    shards: Box<[CachePadded<SpinLock<Shard>>]>,
+    shards: Box<[Shard]>,
+    /// Readers walking the records now, each holding `walk` (module docs).
+    reading: CachePadded<AtomicUsize>,
+    /// Held by a reader for its whole walk; an exit that sees a reader
+    /// counted takes it to wait for the walk's end.
+    walk: Mutex<()>,
+    /// Tasks that left without the lock; `len` subtracts them.
+    gone: CachePadded<AtomicUsize>,
+}
+
+struct Shard {
+    locked: CachePadded<SpinLock<Slots>>,
+    /// Entries cleared without the lock, a stack linked through their
+    /// words, taken whole by an insert.
+    returned: CachePadded<AtomicPtr<Entry>>,
 }
 
 /// A lock for a few instructions' hold (module docs); a waiter backs off
@@ -81,8 +141,8 @@ impl<T> SpinLock<T> {
         {
             let mut backoff = Backoff::task_table();
             // Acquire: pairs with the Release in `SpinGuard::drop`.
-            while self.locked.swap(true, Ordering::Acquire) {
-                while self.locked.load(Ordering::Relaxed) {
+            while self.locked.swap(true, std::sync::atomic::Ordering::Acquire) {
+                while self.locked.load(std::sync::atomic::Ordering::Relaxed) {
                     backoff.snooze();
                 }
             }
@@ -126,35 +186,67 @@ impl<T> Drop for SpinGuard<'_, T> {
     fn drop(&mut self) {
         // Release: what we wrote under the lock is seen by the next holder.
         #[cfg(not(loom))]
-        self.lock.locked.store(false, Ordering::Release);
+        self.lock
+            .locked
+            .store(false, std::sync::atomic::Ordering::Release);
     }
 }
 
+/// What a shard's lock guards.
 #[derive(Default)]
-struct Shard {
-    slots: Vec<Entry>,
-    free: Vec<u32>,
+struct Slots {
+    /// Every entry of the shard; a chunk never moves or goes away.
+    chunks: Vec<Box<[Entry]>>,
+    /// Entries free to take.
+    free: Vec<*const Entry>,
+    /// Inserted, less those removed under the lock.
     live: usize,
 }
 
-/// One task's place in a shard: its record (null: a free slot) and, once
-/// it has parked, a waker for shutdown.
+/// One task's place in a shard: its record's address (a cleared word has
+/// the low bit set, module docs) and, once it has parked, a waker for
+/// shutdown, touched only under the shard's lock.
 struct Entry {
-    meta: *const TaskMeta,
-    waker: Option<Waker>,
+    word: AtomicPtr<Entry>,
+    waker: UnsafeCell<Option<Waker>>,
 }
 
-// SAFETY: the pointers are only dereferenced under the shard's lock, while
-// the entry is present, which keeps the pointee alive (module docs); the
-// pointee (`TaskMeta`) is Sync, and `Waker` is Send.
-unsafe impl Send for Shard {}
+// SAFETY: the record pointers are only dereferenced while the entry holds
+// them and a reader is counted in `reading` (module docs), which keeps the
+// pointee alive; the pointee (`TaskMeta`) is Sync. The waker is touched
+// only under the shard's lock, and `Waker` is Send.
+unsafe impl Send for Slots {}
+// SAFETY: as above: the word is atomic, the waker is only reached under
+// the lock of the shard that owns the entry.
+unsafe impl Sync for Entry {}
+
+impl Entry {
+    fn cleared() -> Entry {
+        Entry {
+            word: AtomicPtr::new(CLEARED as *mut Entry),
+            waker: UnsafeCell::new(None),
+        }
+    }
+
+    /// The record this entry holds, if any.
+    fn meta(&self, order: Ordering) -> Option<*const TaskMeta> {
+        let w = self.word.load(order);
+        (w as usize & CLEARED == 0).then_some(w as *const TaskMeta)
+    }
+}
 
 impl TaskTable {
     pub(crate) fn new() -> TaskTable {
         TaskTable {
             shards: (0..SHARDS)
-                .map(|_| CachePadded::new(SpinLock::new(Shard::default())))
+                .map(|_| Shard {
+                    locked: CachePadded::new(SpinLock::new(Slots::default())),
+                    returned: CachePadded::new(AtomicPtr::new(std::ptr::null_mut())),
+                })
                 .collect(),
+            reading: CachePadded::new(AtomicUsize::new(0)),
+            walk: Mutex::new(()),
+            gone: CachePadded::new(AtomicUsize::new(0)),
         }
     }
 
@@ -165,74 +257,127 @@ impl TaskTable {
     /// and `remove` must be called before it is freed.
     pub(crate) unsafe fn insert(&self, meta: &TaskMeta, p: Option<usize>) {
         let shard_ix = p.map_or(SHARDS - 1, |p| p % (SHARDS - 1));
-        let mut shard = self.shards[shard_ix].lock();
-        let entry = Entry { meta, waker: None };
-        let ix = match shard.free.pop() {
-            Some(ix) => {
-                shard.slots[ix as usize] = entry;
-                ix
-            }
-            None => {
-                shard.slots.push(entry);
-                (shard.slots.len() - 1) as u32
-            }
+        let shard = &self.shards[shard_ix];
+        let mut slots = shard.locked.lock();
+        let entry = match slots.free.pop() {
+            Some(e) => e,
+            None => refill(shard, &mut slots),
         };
-        shard.live += 1;
+        // SAFETY: entries live as long as the table (chunks never go).
+        let e = unsafe { &*entry };
+        // Relaxed: readers read it under this lock.
+        e.word
+            .store(meta as *const TaskMeta as *mut Entry, Ordering::Relaxed);
+        slots.live += 1;
+        drop(slots);
+        // The shard rides above the address: user-space addresses have 47
+        // bits on x86-64 and 48 on AArch64 unless a program maps memory
+        // above them on purpose (Linux's 5-level paging).
+        assert!(
+            (entry as usize as u64) >> 48 == 0,
+            "goro: a task-table entry above 2^48 ({entry:p})"
+        );
         // Relaxed: read back by the task's own polls and exit
         // (`position`), which the run queue's hand-off orders after this.
-        meta.slot
-            .store(((shard_ix as u64) << 32) | ix as u64, Ordering::Relaxed);
+        meta.slot.store(
+            ((shard_ix as u64) << 48) | entry as usize as u64,
+            Ordering::Relaxed,
+        );
     }
 
     /// Keeps `waker`, the waker of `meta`'s task, for shutdown (the task's
     /// first park; a no-op if the task is not in the table).
     pub(crate) fn keep_waker(&self, meta: &TaskMeta, waker: &Waker) {
-        // Relaxed: written by `insert` on the spawning thread, which
-        // happens-before any poll of the task (the queue hand-off).
-        let Some((shard_ix, ix)) = position(meta) else {
+        let Some((shard_ix, e)) = position(meta) else {
             return;
         };
         let waker = Some(waker.clone());
-        let old = std::mem::replace(&mut self.shards[shard_ix].lock().slots[ix].waker, waker);
+        let old = {
+            let _slots = self.shards[shard_ix].locked.lock();
+            // SAFETY: the waker is only touched under this lock.
+            std::mem::replace(unsafe { e.waker.get_mut().deref() }, waker)
+        };
         drop(old); // after the lock: a waker's drop may run the task's code
     }
 
     /// Removes `meta` (a no-op if it was never inserted). Called by the
-    /// task's own exit, on the thread that polls or drops it.
-    pub(crate) fn remove(&self, meta: &TaskMeta) {
-        let Some((shard_ix, ix)) = position(meta) else {
+    /// task's own exit, on the thread that polls or drops it; `parked`:
+    /// whether it ever called [`TaskTable::keep_waker`].
+    pub(crate) fn remove(&self, meta: &TaskMeta, parked: bool) {
+        let Some((shard_ix, e)) = position(meta) else {
             return;
         };
         // Relaxed, and no read-modify-write: only the task's own exit
         // (one thread) removes it.
         meta.slot.store(u64::MAX, Ordering::Relaxed);
-        let waker = {
-            let mut shard = self.shards[shard_ix].lock();
-            let entry = std::mem::replace(
-                &mut shard.slots[ix],
-                Entry {
-                    meta: std::ptr::null(),
-                    waker: None,
-                },
-            );
-            shard.free.push(ix as u32);
-            shard.live -= 1;
-            // Give memory back after a burst: a table that held a million
-            // tasks and now holds a hundred keeps no megabytes of free slots.
-            if shard.live == 0 && shard.slots.capacity() > 1024 {
-                *shard = Shard::default();
+        let shard = &self.shards[shard_ix];
+        // Under the lock when the task parked (its kept waker), and when
+        // this thread holds the shard's P: uncontended then, its lines in
+        // this core's cache, and cheaper than the fence below.
+        if parked || on_shards_p(shard_ix) {
+            let waker = {
+                let mut slots = shard.locked.lock();
+                // Relaxed: readers read it under this lock.
+                e.word.store(CLEARED as *mut Entry, Ordering::Relaxed);
+                slots.free.push(e);
+                slots.live -= 1;
+                // SAFETY: the waker is only touched under this lock.
+                unsafe { e.waker.get_mut().deref() }.take()
+            };
+            drop(waker); // after the lock, as in `keep_waker`
+            return;
+        }
+        // Without the lock (module docs): clear, fence, look for readers
+        // (the exit's side of the pairing with a reader's count).
+        e.word.store(CLEARED as *mut Entry, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        self.wait_for_readers();
+        let mut head = shard.returned.load(Ordering::Relaxed);
+        loop {
+            e.word
+                .store((head as usize | CLEARED) as *mut Entry, Ordering::Relaxed);
+            // Release: the insert that takes the stack (Acquire) reuses the
+            // entry only after this exit is done with it.
+            match shard.returned.compare_exchange_weak(
+                head,
+                e as *const Entry as *mut Entry,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(h) => head = h,
             }
-            entry.waker
-        };
-        drop(waker); // after the lock, as in `keep_waker`
+        }
+        // Relaxed: a count for `len`, which is approximate while tasks
+        // come and go, and exact once their joins ordered their exits.
+        self.gone.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Waits until no reader that may have seen the cleared entry still
+    /// walks the records (module docs): a reader counts itself while it
+    /// holds `walk`, so taking `walk` waits for it to finish.
+    fn wait_for_readers(&self) {
+        // Acquire: reading a walk's decrement (Release) orders that walk's
+        // reads before our return, and so before the free; a walk still
+        // counted is waited for on `walk`, whose hand-over orders the same.
+        if self.reading.load(Ordering::Acquire) != 0 {
+            drop(self.walk.lock().unpoison());
+        }
     }
 
     /// Takes every kept waker out (shutdown), one shard's lock at a time.
     pub(crate) fn take_wakers(&self) -> Vec<Waker> {
         let mut out = Vec::new();
         for shard in self.shards.iter() {
-            let mut shard = shard.lock();
-            out.extend(shard.slots.iter_mut().filter_map(|e| e.waker.take()));
+            let slots = shard.locked.lock();
+            for chunk in slots.chunks.iter() {
+                // SAFETY: the wakers are only touched under this lock.
+                out.extend(
+                    chunk
+                        .iter()
+                        .filter_map(|e| unsafe { e.waker.get_mut().deref() }.take()),
+                );
+            }
         }
         out
     }
@@ -241,29 +386,94 @@ impl TaskTable {
     /// taken while tasks spawn and exit on other Ps is approximate, as Go's
     /// `NumGoroutine` is).
     pub(crate) fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().live).sum()
+        let gone = self.gone.load(Ordering::Relaxed);
+        let live: usize = self.shards.iter().map(|s| s.locked.lock().live).sum();
+        live.saturating_sub(gone)
     }
 
-    /// Calls `f` for every live task, one shard's lock at a time.
+    /// Calls `f` for every live task, one shard's lock at a time. Exits
+    /// that take no lock wait until it returns (module docs): `f` must not
+    /// end a task.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&TaskMeta)) {
+        // Hold `walk`, count, fence, then read the entries: the reader's
+        // side of the pairing (module docs).
+        let _walk = self.walk.lock().unpoison();
+        self.reading.fetch_add(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        let _done = Reading(&self.reading);
         for shard in self.shards.iter() {
-            let shard = shard.lock();
-            for e in shard.slots.iter().filter(|e| !e.meta.is_null()) {
-                // SAFETY: present in the table under its lock, so alive
-                // (module docs; `insert`'s contract).
-                f(unsafe { &*e.meta });
+            let slots = shard.locked.lock();
+            for e in slots.chunks.iter().flat_map(|c| c.iter()) {
+                // Relaxed: the fence above orders it after our count, and
+                // the record's fields were written before its insert,
+                // under this lock.
+                if let Some(m) = e.meta(Ordering::Relaxed) {
+                    // SAFETY: the entry holds it and we are counted in
+                    // `reading`, so its exit has not freed it (module docs).
+                    f(unsafe { &*m });
+                }
             }
         }
     }
 }
 
-/// Where the table holds `meta`: shard and index, if it does.
-fn position(meta: &TaskMeta) -> Option<(usize, usize)> {
+/// A reader's count in `reading`, given back however the walk ends.
+struct Reading<'a>(&'a AtomicUsize);
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        // Release: an exit that reads the count after it (Acquire) frees
+        // the records it cleared only after this walk's reads.
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// An entry for an insert whose free list is empty: the entries exits
+/// returned without the lock, else a new chunk's.
+#[cold]
+fn refill(shard: &Shard, slots: &mut Slots) -> *const Entry {
+    // Acquire: pairs with the exits' Release pushes.
+    let mut p = shard.returned.swap(std::ptr::null_mut(), Ordering::Acquire);
+    while !p.is_null() {
+        slots.free.push(p);
+        // SAFETY: entries live as long as the table; a returned entry's
+        // word is the next one's address, tagged.
+        let next = unsafe { &*p }.word.load(Ordering::Relaxed) as usize & !CLEARED;
+        p = next as *mut Entry;
+    }
+    if let Some(e) = slots.free.pop() {
+        return e;
+    }
+    let chunk: Box<[Entry]> = (0..CHUNK).map(|_| Entry::cleared()).collect();
+    slots
+        .free
+        .extend(chunk[1..].iter().rev().map(|e| e as *const Entry));
+    let first: *const Entry = &chunk[0];
+    slots.chunks.push(chunk);
+    first
+}
+
+/// Whether this thread holds a P whose shard is `shard_ix` (of any
+/// runtime: the locked path is right for every exit, only slower).
+fn on_shards_p(shard_ix: usize) -> bool {
+    crate::sched::context::CTX
+        .try_with(|c| crate::sched::context::held_id(c).map(|p| p % (SHARDS - 1)))
+        .ok()
+        .flatten()
+        == Some(shard_ix)
+}
+
+/// Where the table holds `meta`: its shard and entry, if it does.
+fn position(meta: &TaskMeta) -> Option<(usize, &Entry)> {
     // Relaxed: written only by `insert` and `remove`, which the task's own
     // spawn and exit order before and after every other use.
     match meta.slot.load(Ordering::Relaxed) {
         u64::MAX => None,
-        slot => Some(((slot >> 32) as usize, slot as u32 as usize)),
+        // SAFETY: the entry's address, written by `insert`; entries live as
+        // long as the table, which outlives its tasks.
+        slot => Some(((slot >> 48) as usize, unsafe {
+            &*((slot & ((1 << 48) - 1)) as usize as *const Entry)
+        })),
     }
 }
 
@@ -295,8 +505,8 @@ mod tests {
         t.for_each(|_| n += 1);
         assert_eq!(n, 10);
         for m in &metas[..5] {
-            t.remove(m);
-            t.remove(m); // twice is harmless
+            t.remove(m, false);
+            t.remove(m, false); // twice is harmless
         }
         let mut seen = Vec::new();
         t.for_each(|m| seen.push(m.id));
@@ -304,7 +514,7 @@ mod tests {
         let want: Vec<_> = metas[5..].iter().map(|m| m.id).collect();
         assert_eq!(seen, want);
         for m in &metas[5..] {
-            t.remove(m);
+            t.remove(m, true);
         }
         let mut n = 0;
         t.for_each(|_| n += 1);
