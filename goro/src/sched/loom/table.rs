@@ -146,3 +146,33 @@ fn loom_table_shutdown_takes_a_waker_kept_at_a_first_park_once() {
         assert_eq!(kept_after, 2, "the kept waker was lost or doubled");
     });
 }
+
+/// A shard's last task exits without the lock while an insert finds the
+/// shard past its kept chunks: the insert gives the chunks back only
+/// after the exit's last touch of its entry (loom reports an access to
+/// an atomic of a freed chunk), and the table stays whole afterwards.
+#[test]
+fn loom_table_give_back_waits_for_an_exit_without_the_lock() {
+    loom::model(|| {
+        let table = Arc::new(TaskTable::new());
+        let (a, b, c, d) = (record(), record(), record(), record());
+        // SAFETY (all inserts): every record outlives its entry.
+        unsafe {
+            table.insert(&a.meta, Some(0));
+            table.insert(&b.meta, Some(0));
+            table.insert(&c.meta, Some(0)); // a second chunk under loom
+        }
+        table.remove(&a.meta, false);
+        table.remove(&b.meta, true);
+        let (t, r) = (table.clone(), c.clone());
+        let exit = thread::spawn(move || t.remove(&r.meta, false));
+        // SAFETY: removed below.
+        unsafe { table.insert(&d.meta, Some(0)) };
+        exit.join().unwrap();
+        assert_eq!(table.len(), 1, "the table lost count of its one task");
+        let seen = dump(&table, &[a.clone(), b.clone(), c.clone(), d.clone()]);
+        assert_eq!(seen, vec![d.meta.id.0], "the dump must see exactly d");
+        table.remove(&d.meta, false);
+        assert_eq!(table.len(), 0);
+    });
+}

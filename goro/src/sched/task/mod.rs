@@ -40,6 +40,7 @@ pub(crate) mod memory;
 pub(crate) mod meta;
 pub(crate) mod raw;
 pub(crate) mod spawn;
+mod spin_lock;
 pub(crate) mod table;
 pub(crate) mod unjoined;
 

@@ -11,7 +11,7 @@
 //! Sharded by the spawning P, so spawns on different Ps take different
 //! locks, and a task that finishes on the P that spawned it (the common
 //! case) finds its shard's line in that P's cache. The lock is a spin lock
-//! (one swap to take, one store to release): every spawn takes it, nearly
+//! (`spin_lock.rs`: one swap to take, one store to release): every spawn takes it, nearly
 //! always uncontended, held only for a few stores or a reader's copy; a
 //! futex mutex's second atomic on release cost spawning a measurable
 //! share. Each shard's entries live in chunks that never move (a task's
@@ -27,11 +27,12 @@
 //! lock whose lines crossed the cores on every spawn and every exit:
 //! insert and remove were 42% of `spawn_many`'s CPU at procs 2
 //! (`bench/results/2026-11-29-spawn-many-p2-perf.txt`). So an exit clears
-//! its entry without the lock and hands it back on the shard's `returned`
+//! its entry without the lock and hands it back on the shard's returned
 //! stack (lock-free push, taken whole by the next insert that finds its
-//! free list empty), and counts itself in `gone`. An exit on the thread
-//! that holds the shard's P (the task ran where it was spawned) still
-//! takes the lock: uncontended there, and cheaper than the fence. What the lock protected
+//! free list empty), and counts itself in the shard's `gone`. An exit on
+//! the thread that holds the shard's P (the task ran where it was
+//! spawned) still takes the lock: uncontended there, and cheaper than the
+//! fence. What the lock protected
 //! is kept another way:
 //!
 //! * **No record is read after its free.** Readers (the dump, the
@@ -49,13 +50,14 @@
 //! * **An entry is reused only after its exit.** The push is a Release, the
 //!   insert's take of the whole stack an Acquire.
 //!
-//! A cleared entry holds a tagged word (low bit set): on the `returned`
+//! A cleared entry holds a tagged word (low bit set): on the returned
 //! stack the word is the next entry's address, so an entry stays three
 //! words (pointer, waker), as before. Rejected: a free bitmap (one more
 //! contended line per exit), and batching exits per thread (a batched
 //! record must outlive its task, which ties the table to the allocator).
-//! The chunks are not given back after a burst (Go's `allgs` never
-//! shrinks either): a million tasks leave 24 MB of entries behind.
+//! After a burst, an insert that finds its shard empty (every insert
+//! matched by a removal, the lock-free ones counted in `gone` as their
+//! last touch) gives the chunks back, past the first sixteen.
 //!
 //! A task that parks hands the table a waker, once, at its first park
 //! ([`TaskTable::keep_waker`]): shutdown wakes every task that holds one so
@@ -69,10 +71,9 @@
 //! list tasks that have never parked (queued, or running a long poll: the
 //! one a user most needs to see).
 
-use crate::loom::cell::{MutPtr, UnsafeCell};
+use super::spin_lock::SpinLock;
+use crate::loom::cell::UnsafeCell;
 use crate::loom::{fence, AtomicPtr, AtomicUsize, Mutex, Ordering, Unpoison};
-#[cfg(not(loom))]
-use crate::sched::backoff::Backoff;
 use crate::sched::task::meta::TaskMeta;
 use crossbeam_utils::CachePadded;
 use std::task::Waker;
@@ -91,6 +92,14 @@ const CHUNK: usize = 64;
 #[cfg(loom)]
 const CHUNK: usize = 2;
 
+/// Chunks a shard keeps however empty it is (1,024 entries); past that an
+/// insert into an empty shard gives them back first.
+#[cfg(not(loom))]
+const KEEP_CHUNKS: usize = 16;
+/// Under loom: one, so that a model reaches the give-back.
+#[cfg(loom)]
+const KEEP_CHUNKS: usize = 1;
+
 /// The low bit of a cleared entry's word (module docs).
 const CLEARED: usize = 1;
 
@@ -101,95 +110,22 @@ pub(crate) struct TaskTable {
     /// Held by a reader for its whole walk; an exit that sees a reader
     /// counted takes it to wait for the walk's end.
     walk: Mutex<()>,
-    /// Tasks that left without the lock; `len` subtracts them.
-    gone: CachePadded<AtomicUsize>,
 }
 
 struct Shard {
     locked: CachePadded<SpinLock<Slots>>,
+    /// What exits without the lock touch, on a line of its own.
+    returns: CachePadded<Returns>,
+}
+
+/// A shard's exits without the lock.
+struct Returns {
     /// Entries cleared without the lock, a stack linked through their
     /// words, taken whole by an insert.
-    returned: CachePadded<AtomicPtr<Entry>>,
-}
-
-/// A lock for a few instructions' hold (module docs); a waiter backs off
-/// with `Backoff::task_table` (spins, then yields). Under loom it is
-/// loom's mutex: the models check the table's protocol above the lock, and
-/// a spinning acquire would only multiply loom's branches.
-struct SpinLock<T> {
-    #[cfg(not(loom))]
-    locked: std::sync::atomic::AtomicBool,
-    #[cfg(loom)]
-    locked: loom::sync::Mutex<()>,
-    value: UnsafeCell<T>,
-}
-
-// SAFETY: the value is only reached through the guard, which the lock
-// hands to one thread at a time.
-unsafe impl<T: Send> Sync for SpinLock<T> {}
-
-impl<T> SpinLock<T> {
-    fn new(value: T) -> SpinLock<T> {
-        SpinLock {
-            locked: Default::default(),
-            value: UnsafeCell::new(value),
-        }
-    }
-
-    fn lock(&self) -> SpinGuard<'_, T> {
-        #[cfg(not(loom))]
-        {
-            let mut backoff = Backoff::task_table();
-            // Acquire: pairs with the Release in `SpinGuard::drop`.
-            while self.locked.swap(true, std::sync::atomic::Ordering::Acquire) {
-                while self.locked.load(std::sync::atomic::Ordering::Relaxed) {
-                    backoff.snooze();
-                }
-            }
-        }
-        SpinGuard {
-            lock: self,
-            #[cfg(loom)]
-            _held: self.locked.lock().unwrap(),
-            value: self.value.get_mut(),
-        }
-    }
-}
-
-/// The lock, held: the only way to the value (loom checks every access
-/// through `value` against the others while the guard lives).
-struct SpinGuard<'a, T> {
-    #[cfg_attr(loom, allow(dead_code))]
-    lock: &'a SpinLock<T>,
-    #[cfg(loom)]
-    _held: loom::sync::MutexGuard<'a, ()>,
-    value: MutPtr<T>,
-}
-
-impl<T> std::ops::Deref for SpinGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: we hold the lock.
-        unsafe { self.value.deref() }
-    }
-}
-
-impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: we hold the lock, and `&mut self` makes this the only
-        // reference through the guard.
-        unsafe { self.value.deref() }
-    }
-}
-
-impl<T> Drop for SpinGuard<'_, T> {
-    fn drop(&mut self) {
-        // Release: what we wrote under the lock is seen by the next holder.
-        #[cfg(not(loom))]
-        self.lock
-            .locked
-            .store(false, std::sync::atomic::Ordering::Release);
-    }
+    stack: AtomicPtr<Entry>,
+    /// How many such exits have finished: an exit's last touch of the
+    /// shard. `live - gone` is what the shard holds.
+    gone: AtomicUsize,
 }
 
 /// What a shard's lock guards.
@@ -241,12 +177,14 @@ impl TaskTable {
             shards: (0..SHARDS)
                 .map(|_| Shard {
                     locked: CachePadded::new(SpinLock::new(Slots::default())),
-                    returned: CachePadded::new(AtomicPtr::new(std::ptr::null_mut())),
+                    returns: CachePadded::new(Returns {
+                        stack: AtomicPtr::new(std::ptr::null_mut()),
+                        gone: AtomicUsize::new(0),
+                    }),
                 })
                 .collect(),
             reading: CachePadded::new(AtomicUsize::new(0)),
             walk: Mutex::new(()),
-            gone: CachePadded::new(AtomicUsize::new(0)),
         }
     }
 
@@ -259,6 +197,9 @@ impl TaskTable {
         let shard_ix = p.map_or(SHARDS - 1, |p| p % (SHARDS - 1));
         let shard = &self.shards[shard_ix];
         let mut slots = shard.locked.lock();
+        if slots.chunks.len() > KEEP_CHUNKS {
+            give_back_if_empty(shard, &mut slots);
+        }
         let entry = match slots.free.pop() {
             Some(e) => e,
             None => refill(shard, &mut slots),
@@ -332,13 +273,13 @@ impl TaskTable {
         e.word.store(CLEARED as *mut Entry, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         self.wait_for_readers();
-        let mut head = shard.returned.load(Ordering::Relaxed);
+        let mut head = shard.returns.stack.load(Ordering::Relaxed);
         loop {
             e.word
                 .store((head as usize | CLEARED) as *mut Entry, Ordering::Relaxed);
             // Release: the insert that takes the stack (Acquire) reuses the
             // entry only after this exit is done with it.
-            match shard.returned.compare_exchange_weak(
+            match shard.returns.stack.compare_exchange_weak(
                 head,
                 e as *const Entry as *mut Entry,
                 Ordering::Release,
@@ -348,9 +289,9 @@ impl TaskTable {
                 Err(h) => head = h,
             }
         }
-        // Relaxed: a count for `len`, which is approximate while tasks
-        // come and go, and exact once their joins ordered their exits.
-        self.gone.fetch_add(1, Ordering::Relaxed);
+        // Release: our last touch of the shard; an insert that reads the
+        // count (Acquire) and finds the shard empty may free its chunks.
+        shard.returns.gone.fetch_add(1, Ordering::Release);
     }
 
     /// Waits until no reader that may have seen the cleared entry still
@@ -386,9 +327,13 @@ impl TaskTable {
     /// taken while tasks spawn and exit on other Ps is approximate, as Go's
     /// `NumGoroutine` is).
     pub(crate) fn len(&self) -> usize {
-        let gone = self.gone.load(Ordering::Relaxed);
-        let live: usize = self.shards.iter().map(|s| s.locked.lock().live).sum();
-        live.saturating_sub(gone)
+        self.shards
+            .iter()
+            .map(|s| {
+                let live = s.locked.lock().live;
+                live.saturating_sub(s.returns.gone.load(Ordering::Relaxed))
+            })
+            .sum()
     }
 
     /// Calls `f` for every live task, one shard's lock at a time. Exits
@@ -428,12 +373,37 @@ impl Drop for Reading<'_> {
     }
 }
 
+/// Gives a shard's chunks back after a burst, if it holds no task and no
+/// exit still touches it: a table that held a million tasks and now holds
+/// none keeps no megabytes of entries. Called by an insert, under the
+/// lock, which keeps readers out.
+#[cold]
+fn give_back_if_empty(shard: &Shard, slots: &mut Slots) {
+    // Acquire: pairs with each lock-free exit's Release count, its last
+    // touch of an entry; an exit not yet counted keeps `live` above `gone`.
+    let gone = shard.returns.gone.load(Ordering::Acquire);
+    if slots.live != gone {
+        return;
+    }
+    // Every entry is free: on the list or on the stack (which points into
+    // the chunks, so it goes with them).
+    shard
+        .returns
+        .stack
+        .store(std::ptr::null_mut(), Ordering::Relaxed);
+    shard.returns.gone.store(0, Ordering::Relaxed);
+    *slots = Slots::default();
+}
+
 /// An entry for an insert whose free list is empty: the entries exits
 /// returned without the lock, else a new chunk's.
 #[cold]
 fn refill(shard: &Shard, slots: &mut Slots) -> *const Entry {
     // Acquire: pairs with the exits' Release pushes.
-    let mut p = shard.returned.swap(std::ptr::null_mut(), Ordering::Acquire);
+    let mut p = shard
+        .returns
+        .stack
+        .swap(std::ptr::null_mut(), Ordering::Acquire);
     while !p.is_null() {
         slots.free.push(p);
         // SAFETY: entries live as long as the table; a returned entry's
@@ -482,10 +452,9 @@ mod tests {
     use super::*;
     use std::panic::Location;
 
-    #[test]
-    fn insert_remove_and_reuse() {
-        let t = TaskTable::new();
-        let metas: Vec<TaskMeta> = (0..10)
+    /// `n` fresh task records.
+    fn records(n: usize) -> Vec<TaskMeta> {
+        (0..n)
             .map(|_| {
                 TaskMeta::new(
                     Location::caller(),
@@ -495,7 +464,13 @@ mod tests {
                     1,
                 )
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn insert_remove_and_reuse() {
+        let t = TaskTable::new();
+        let metas = records(10);
         for (i, m) in metas.iter().enumerate() {
             // SAFETY: every meta outlives the table's use below and is
             // removed or outlives `t`.
@@ -519,5 +494,34 @@ mod tests {
         let mut n = 0;
         t.for_each(|_| n += 1);
         assert_eq!(n, 0);
+        assert_eq!(t.len(), 0);
+    }
+
+    /// A burst's chunks go back once the shard is empty, after exits
+    /// without the lock (this thread holds no P) as after locked ones.
+    #[test]
+    fn a_burst_gives_its_chunks_back() {
+        let t = TaskTable::new();
+        let n = (KEEP_CHUNKS + 3) * CHUNK;
+        let metas = records(n + 1);
+        for m in &metas[..n] {
+            // SAFETY: each meta outlives its entry (removed below).
+            unsafe { t.insert(m, Some(0)) };
+        }
+        assert_eq!(t.shards[0].locked.lock().chunks.len(), KEEP_CHUNKS + 3);
+        assert_eq!(t.len(), n);
+        for (i, m) in metas[..n].iter().enumerate() {
+            t.remove(m, i % 2 == 0); // both paths
+        }
+        assert_eq!(t.len(), 0);
+        // SAFETY: removed below.
+        unsafe { t.insert(&metas[n], Some(0)) };
+        assert_eq!(
+            t.shards[0].locked.lock().chunks.len(),
+            1,
+            "the empty shard kept its burst's chunks"
+        );
+        assert_eq!(t.len(), 1);
+        t.remove(&metas[n], false);
     }
 }
