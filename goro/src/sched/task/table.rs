@@ -10,15 +10,14 @@
 //!
 //! Sharded by the spawning P, so spawns on different Ps take different
 //! locks, and a task that finishes on the P that spawned it (the common
-//! case) finds its shard's line in that P's cache. The lock is a spin lock
-//! (`spin_lock.rs`: one swap to take, one store to release): every spawn takes it, nearly
-//! always uncontended, held only for a few stores or a reader's copy; a
-//! futex mutex's second atomic on release cost spawning a measurable
-//! share. Each shard's entries live in chunks that never move (a task's
+//! case) finds its shard's line in that P's cache. The lock is a spin
+//! lock (`spin_lock.rs`: one swap to take, one store to release): every
+//! spawn takes it, nearly always uncontended, held only for a few stores
+//! or a reader's copy. Each shard's entries live in chunks that never move (a task's
 //! record holds its entry's address) and are reused through a free list:
 //! insert and remove are O(1) with no allocation in the steady state.
 //!
-//! # An exit takes no lock, unless the task has parked
+//! # An exit away from its shard's P takes no lock, unless it parked
 //!
 //! With one spawner and thieves running its tasks (Go's shape: a loop
 //! that starts a goroutine per job), every task is inserted into the
@@ -32,8 +31,7 @@
 //! free list empty), and counts itself in the shard's `gone`. An exit on
 //! the thread that holds the shard's P (the task ran where it was
 //! spawned) still takes the lock: uncontended there, and cheaper than the
-//! fence. What the lock protected
-//! is kept another way:
+//! fence. What the lock protected is kept another way:
 //!
 //! * **No record is read after its free.** Readers (the dump, the
 //!   deadlock check) count themselves in `reading` before they read any
@@ -55,9 +53,9 @@
 //! words (pointer, waker), as before. Rejected: a free bitmap (one more
 //! contended line per exit), and batching exits per thread (a batched
 //! record must outlive its task, which ties the table to the allocator).
-//! After a burst, an insert that finds its shard empty (every insert
-//! matched by a removal, the lock-free ones counted in `gone` as their
-//! last touch) gives the chunks back, past the first sixteen.
+//! After a burst, an insert that finds its shard empty and holding more
+//! than sixteen chunks (every insert matched by a removal, the lock-free
+//! ones counted in `gone` as their last touch) gives them all back.
 //!
 //! A task that parks hands the table a waker, once, at its first park
 //! ([`TaskTable::keep_waker`]): shutdown wakes every task that holds one so
@@ -92,8 +90,8 @@ const CHUNK: usize = 64;
 #[cfg(loom)]
 const CHUNK: usize = 2;
 
-/// Chunks a shard keeps however empty it is (1,024 entries); past that an
-/// insert into an empty shard gives them back first.
+/// Chunks a shard keeps however empty it is (1,024 entries); with more,
+/// an insert into the empty shard gives them all back first.
 #[cfg(not(loom))]
 const KEEP_CHUNKS: usize = 16;
 /// Under loom: one, so that a model reaches the give-back.
