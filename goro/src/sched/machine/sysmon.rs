@@ -151,9 +151,9 @@ pub(crate) fn monitor_main(
     // The likely-deadlock check (runtime/deadlock.rs): since when every P
     // has been idle, and whether this idle period was checked (once each:
     // whatever could end it, a timer, a socket, a blocking call, makes the
-    // runtime busy first).
-    // An idle period also ends when the idle-period clock moves
-    // (`Idle::activity`): a P taken and given back between two looks.
+    // runtime busy first or moves the idle-period clock past `period`,
+    // `Idle::activity`: a P taken and given back between two looks, a new
+    // `block_on` wait).
     let mut idle_since: Option<Instant> = None;
     let mut checked = false;
     let mut period = sched.idle.activity();

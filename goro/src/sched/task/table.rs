@@ -129,7 +129,8 @@ struct Returns {
 /// What a shard's lock guards.
 #[derive(Default)]
 struct Slots {
-    /// Every entry of the shard; a chunk never moves or goes away.
+    /// Every entry of the shard; a chunk never moves, and goes only in a
+    /// give-back of the empty shard.
     chunks: Vec<Box<[Entry]>>,
     /// Entries free to take.
     free: Vec<*const Entry>,
@@ -192,7 +193,7 @@ impl TaskTable {
     /// `meta` must stay valid until [`TaskTable::remove`] is called for it,
     /// and `remove` must be called before it is freed.
     pub(crate) unsafe fn insert(&self, meta: &TaskMeta, p: Option<usize>) {
-        let shard_ix = p.map_or(SHARDS - 1, |p| p % (SHARDS - 1));
+        let shard_ix = shard_of(p);
         let shard = &self.shards[shard_ix];
         let mut slots = shard.locked.lock();
         if slots.chunks.len() > KEEP_CHUNKS {
@@ -202,20 +203,14 @@ impl TaskTable {
             Some(e) => e,
             None => refill(shard, &mut slots),
         };
-        // SAFETY: entries live as long as the table (chunks never go).
+        // SAFETY: just taken from this shard's free list under its lock;
+        // chunks go only in a give-back, under this lock, before the take.
         let e = unsafe { &*entry };
         // Relaxed: readers read it under this lock.
         e.word
             .store(meta as *const TaskMeta as *mut Entry, Ordering::Relaxed);
         slots.live += 1;
         drop(slots);
-        // The shard rides above the address: user-space addresses have 47
-        // bits on x86-64 and 48 on AArch64 unless a program maps memory
-        // above them on purpose (Linux's 5-level paging).
-        assert!(
-            (entry as usize as u64) >> 48 == 0,
-            "goro: a task-table entry above 2^48 ({entry:p})"
-        );
         // Relaxed: read back by the task's own polls and exit
         // (`position`), which the run queue's hand-off orders after this.
         meta.slot.store(
@@ -404,8 +399,9 @@ fn refill(shard: &Shard, slots: &mut Slots) -> *const Entry {
         .swap(std::ptr::null_mut(), Ordering::Acquire);
     while !p.is_null() {
         slots.free.push(p);
-        // SAFETY: entries live as long as the table; a returned entry's
-        // word is the next one's address, tagged.
+        // SAFETY: a returned entry is free, and its chunk is this shard's
+        // (a give-back empties the stack with the chunks, under the lock we
+        // hold); its word is the next one's address, tagged.
         let next = unsafe { &*p }.word.load(Ordering::Relaxed) as usize & !CLEARED;
         p = next as *mut Entry;
     }
@@ -413,6 +409,15 @@ fn refill(shard: &Shard, slots: &mut Slots) -> *const Entry {
         return e;
     }
     let chunk: Box<[Entry]> = (0..CHUNK).map(|_| Entry::cleared()).collect();
+    // The shard rides above an entry's address in `TaskMeta::slot`:
+    // user-space addresses have 47 bits on x86-64 and 48 on AArch64 unless
+    // a program maps memory above them on purpose (Linux's 5-level
+    // paging). Checked once per chunk, not per spawn.
+    let end = chunk.as_ptr_range().end as usize as u64;
+    assert!(
+        end >> 48 == 0,
+        "goro: a task-table chunk above 2^48 (ends at {end:#x})"
+    );
     slots
         .free
         .extend(chunk[1..].iter().rev().map(|e| e as *const Entry));
@@ -421,14 +426,19 @@ fn refill(shard: &Shard, slots: &mut Slots) -> *const Entry {
     first
 }
 
+/// The shard of a task spawned on P `p` (or without one).
+fn shard_of(p: Option<usize>) -> usize {
+    p.map_or(SHARDS - 1, |p| p % (SHARDS - 1))
+}
+
 /// Whether this thread holds a P whose shard is `shard_ix` (of any
 /// runtime: the locked path is right for every exit, only slower).
 fn on_shards_p(shard_ix: usize) -> bool {
     crate::sched::context::CTX
-        .try_with(|c| crate::sched::context::held_id(c).map(|p| p % (SHARDS - 1)))
+        .try_with(crate::sched::context::held_id)
         .ok()
         .flatten()
-        == Some(shard_ix)
+        .is_some_and(|p| shard_of(Some(p)) == shard_ix)
 }
 
 /// Where the table holds `meta`: its shard and entry, if it does.
@@ -437,8 +447,9 @@ fn position(meta: &TaskMeta) -> Option<(usize, &Entry)> {
     // spawn and exit order before and after every other use.
     match meta.slot.load(Ordering::Relaxed) {
         u64::MAX => None,
-        // SAFETY: the entry's address, written by `insert`; entries live as
-        // long as the table, which outlives its tasks.
+        // SAFETY: the entry's address, written by `insert`; it stays while
+        // its task is in the table (a give-back frees only the chunks of a
+        // shard that holds no task), and the table outlives its tasks.
         slot => Some(((slot >> 48) as usize, unsafe {
             &*((slot & ((1 << 48) - 1)) as usize as *const Entry)
         })),
