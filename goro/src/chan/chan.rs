@@ -36,17 +36,16 @@
 //! wakes the owner after unlocking. The owner sees `DONE` with `Acquire` and
 //! reads the slot. A waiter found in a queue with a signal that is no longer
 //! `WAITING` is dead (its owner aborted, or its `select` completed on another
-//! channel); whoever meets it drops the entry, and the owner's own clean-up
-//! tolerates finding its entry gone.
+//! channel); whoever meets it takes it out of the queue, and the owner's
+//! own clean-up tolerates finding it gone.
 //!
-//! A waiter is one heap block owned by its future (through [`Parked`]); a
-//! queue entry is a pointer to it, valid for as long as the entry is queued.
-//! The owner frees the block only when no queue holds it and no completer
-//! will touch it again: after removing its entry under the lock (which also
-//! waits out a completer that dequeued it a moment before), or after seeing
-//! its own case `DONE` (a completer dequeues before claiming, and `DONE` is
-//! its last access). A future that is leaked leaks its waiter, never frees
-//! it early.
+//! A waiter is one heap block owned by its future (through [`Parked`]),
+//! linked into its channel's queue while queued (`waiter.rs`). The owner
+//! frees it only when no queue holds it and no completer will touch it
+//! again: after taking it out under the lock (which also waits out a
+//! completer that dequeued it a moment before), or after seeing its own
+//! case `DONE` (a completer dequeues before claiming, and `DONE` is its
+//! last access). A leaked future leaks its waiter, never frees it early.
 //!
 //! The slot and the waker are plain cells (`UnsafeCell`), not locks: the
 //! protocol above already gives each access a single owner.
@@ -110,10 +109,9 @@
 //! - The waiter inline in the future (tokio's intrusive lists): no
 //!   allocation per park, but the futures are `Unpin` (public API), so they
 //!   may move while parked.
-//! - An intrusive linked list for the queues (Go's `waitq`, O(1) removal):
-//!   a queue is a `VecDeque` sorted by entry id (ids only grow and entries
-//!   are only appended), so removing a cancelled entry is a binary search
-//!   plus a short shift, with no links to keep.
+//! - A `VecDeque` of entries sorted by id per queue: no links, but 64
+//!   bytes more per parked task than the list through the waiters
+//!   (`waiter.rs`).
 
 use crate::sched::task::meta::{blocked_on, Reason};
 use std::collections::VecDeque;
@@ -222,16 +220,18 @@ impl<T> Chan<T> {
                 return false;
             }
             inner.closed = true;
-            let recvq = std::mem::take(&mut inner.recvq.entries);
-            let sendq = std::mem::take(&mut inner.sendq.entries);
-            // Sized once: a context's `done` may have thousands parked.
-            let mut woken = Vec::with_capacity(recvq.len() + sendq.len());
+            let mut woken = Vec::new();
             // Claim and finish under the lock, so that an owner that locks
-            // this channel afterwards always sees DONE. Dead entries are
-            // simply forgotten: their owners free them.
-            for e in recvq.into_iter().chain(sendq) {
-                if e.waiter().try_claim() {
-                    woken.extend(Claimed { waiter: e.waiter }.finish());
+            // this channel afterwards always sees DONE. Dead waiters are
+            // simply taken out: their owners free them.
+            let inner = &mut *inner;
+            for q in [&mut inner.recvq, &mut inner.sendq] {
+                while let Some(w) = q.pop() {
+                    // SAFETY: dequeued under the lock, so live until our
+                    // DONE (or, dead, until its owner takes this lock).
+                    if unsafe { w.as_ref() }.try_claim() {
+                        woken.extend(Claimed { waiter: w }.finish());
+                    }
                 }
             }
             woken
@@ -333,7 +333,7 @@ impl<T> Chan<T> {
             // Under the lock: a completer on this channel has either finished
             // or not started; one on another channel is resolved by the CAS.
             let _ = p.waiter().signal().abort();
-            inner.sendq.remove(p.id);
+            inner.sendq.remove(&p);
             // SAFETY: we hold the lock of the channel it was queued on.
             unsafe { p.waiter().take_slot() }
         };
@@ -368,7 +368,7 @@ impl<T> Chan<T> {
                 Ok(()) => false,
                 Err(case) => case == Some(p.waiter().case),
             };
-            inner.recvq.remove(p.id);
+            inner.recvq.remove(&p);
             // SAFETY: we hold the lock of the channel it was queued on.
             match unsafe { p.waiter().take_slot() } {
                 Some(v) if won && keep => {

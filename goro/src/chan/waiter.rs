@@ -1,8 +1,17 @@
 //! Parked operations (Go's `sudog`), the per-thread cache of their heap
 //! blocks, and the queues that hold them (Go's `waitq`). Who may touch a
 //! waiter's slot and waker when is the protocol in `chan.rs`'s module docs.
+//!
+//! A queue is a doubly linked list threaded through its waiters, as Go's
+//! `waitq` is through its sudogs: the links live in the waiter's block,
+//! touched only under the lock of the channel whose queue holds it, so a
+//! queue is two pointers, a park allocates nothing but the waiter, and a
+//! cancelled waiter leaves in O(1). Before, a queue was a `VecDeque` of
+//! (id, pointer) entries sorted by id: 40 bytes per queue in the channel,
+//! a 32-byte buffer at its first park, and an id in every parked future;
+//! the links cost the waiter 16 bytes, so a parked task's bill fell by 64
+//! (docs/ARCHITECTURE.md, "What a parked task costs").
 
-use std::collections::VecDeque;
 use std::ptr::NonNull;
 use std::task::Waker;
 
@@ -25,6 +34,31 @@ pub(crate) struct Waiter<T> {
     /// A parked sender's value, or the value handed to a parked receiver;
     /// see the module docs for who may touch it when.
     pub(super) slot: UnsafeCell<Option<T>>,
+    /// Its place in a queue; touched only under that channel's lock.
+    links: UnsafeCell<Links<T>>,
+}
+
+/// A waiter's neighbours in the queue that holds it; both `None` when no
+/// queue does (or when it is a queue's only waiter: see
+/// [`WaitQueue::holds`]).
+struct Links<T> {
+    prev: Option<NonNull<Waiter<T>>>,
+    next: Option<NonNull<Waiter<T>>>,
+}
+
+impl<T> Clone for Links<T> {
+    fn clone(&self) -> Links<T> {
+        *self
+    }
+}
+
+impl<T> Copy for Links<T> {}
+
+impl<T> Links<T> {
+    const NONE: Links<T> = Links {
+        prev: None,
+        next: None,
+    };
 }
 
 impl<T> Waiter<T> {
@@ -33,6 +67,7 @@ impl<T> Waiter<T> {
             signal: SignalRef::Own(Signal::new(waker)),
             case: 0,
             slot: UnsafeCell::new(value),
+            links: UnsafeCell::new(Links::NONE),
         }
     }
 
@@ -41,6 +76,7 @@ impl<T> Waiter<T> {
             signal: SignalRef::Shared(signal),
             case,
             slot: UnsafeCell::new(value),
+            links: UnsafeCell::new(Links::NONE),
         }
     }
 
@@ -128,15 +164,14 @@ impl<T> Claimed<T> {
     }
 }
 
-/// A parked operation as its owner sees it: its waiter, its entry id, and
-/// which waker it registered.
+/// A parked operation as its owner sees it: its waiter, and which waker it
+/// registered.
 ///
 /// Owns the waiter's heap block. Dropping a `Parked` leaks the block (never
 /// frees it under a queue's feet); it is freed by [`Parked::take_done`] or
 /// by [`Chan::unpark_send`] / [`Chan::unpark_recv`].
 pub(crate) struct Parked<T> {
     pub(super) waiter: NonNull<Waiter<T>>,
-    pub(super) id: u64,
     pub(super) waker: WakerId,
 }
 
@@ -194,8 +229,8 @@ impl<T> Parked<T> {
 /// same thread, so the block comes from, and goes back to, the thread's
 /// free lists that tasks use too (`sched/task/memory.rs`: size classes,
 /// 64 blocks per class per thread, a bounded process-wide spill). A waiter
-/// of a `u64` (56 bytes, the commonest wait a Go-style program holds, a
-/// million at a time) takes the 56-byte class: 64 bytes of heap. Under
+/// of a `u64` (72 bytes, the commonest wait a Go-style program holds, a
+/// million at a time) takes the 72-byte class: 80 bytes of heap. Under
 /// loom the lists are off (model threads share one OS thread's
 /// thread-locals).
 mod blocks {
@@ -225,111 +260,134 @@ mod blocks {
     }
 }
 
-pub(super) struct Entry<T> {
-    pub(super) id: u64,
-    pub(super) waiter: NonNull<Waiter<T>>,
-}
-
-// SAFETY: an entry is a pointer to a waiter that completers on other threads
-// access only as the protocol allows (under the channel lock, after winning
-// the claim); the values it may carry are `T: Send`.
-unsafe impl<T: Send> Send for Entry<T> {}
-
-impl<T> Entry<T> {
-    pub(super) fn waiter(&self) -> &Waiter<T> {
-        // SAFETY: every queued entry points to a live waiter: its owner frees
-        // it only after removing the entry under the lock our `&mut` to the
-        // queue implies we hold, or after a DONE that only a completer that
-        // dequeued it stores.
-        unsafe { self.waiter.as_ref() }
-    }
-}
-
-/// A FIFO of parked operations (Go's `waitq`), sorted by `id`.
+/// A FIFO of parked operations (Go's `waitq`): a list linked through the
+/// waiters (module docs). Every waiter it holds is live: its owner frees
+/// it only after taking it out under this queue's channel lock, or after
+/// a DONE that a completer stores only once it has dequeued it.
 pub(super) struct WaitQueue<T> {
-    pub(super) entries: VecDeque<Entry<T>>,
-    pub(super) next_id: u64,
+    head: Option<NonNull<Waiter<T>>>,
+    tail: Option<NonNull<Waiter<T>>>,
 }
+
+// SAFETY: the queue is a list of pointers to waiters that completers on
+// other threads reach only as the protocol allows (under the channel lock,
+// after winning the claim); the values they may carry are `T: Send`.
+unsafe impl<T: Send> Send for WaitQueue<T> {}
 
 impl<T> WaitQueue<T> {
     pub(super) fn new() -> WaitQueue<T> {
         WaitQueue {
-            entries: VecDeque::new(),
-            next_id: 0,
+            head: None,
+            tail: None,
         }
     }
 
-    /// Makes room for one entry in a queue that has none: most queues never
-    /// hold more than one waiter (a channel per parked task), and
-    /// `VecDeque`'s first growth makes room for four (48 bytes more per
-    /// parked channel). A second waiter grows it by doubling as usual.
-    #[cold]
-    fn first_room(&mut self) {
-        self.entries.reserve_exact(1);
+    /// The links of `w`, a live waiter this queue holds or is about to.
+    /// The lock is held: our `&mut self` says so, and only a holder of the
+    /// lock of the queue that holds a waiter touches its links.
+    #[inline(always)]
+    fn get(&mut self, w: NonNull<Waiter<T>>) -> Links<T> {
+        // SAFETY: `w` is live (the queue's invariant, or the caller's new
+        // block); no one else touches its links without this lock.
+        unsafe { w.as_ref() }.links.with(|l| unsafe { *l })
     }
 
-    // Always: the park path's hottest step, which the first-room check
-    // makes look too large for the compiler to inline on its own.
+    /// Changes the links of `w` (as [`WaitQueue::get`]).
+    #[inline(always)]
+    fn set(&mut self, w: NonNull<Waiter<T>>, f: impl FnOnce(&mut Links<T>)) {
+        // SAFETY: as in `get`.
+        unsafe { w.as_ref() }
+            .links
+            .with_mut(|l| f(unsafe { &mut *l }));
+    }
+
+    // Always: the park path's hottest step.
     #[inline(always)]
     pub(super) fn push(&mut self, waiter: Waiter<T>, waker: WakerId) -> Parked<T> {
-        let id = self.next_id;
-        self.next_id += 1;
-        let waiter = blocks::new(waiter);
-        if self.entries.capacity() == 0 {
-            self.first_room();
+        let w = blocks::new(waiter);
+        let tail = self.tail;
+        self.set(w, |l| l.prev = tail);
+        match tail {
+            Some(t) => self.set(t, |l| l.next = Some(w)),
+            None => self.head = Some(w),
         }
-        self.entries.push_back(Entry { id, waiter });
-        Parked { waiter, id, waker }
+        self.tail = Some(w);
+        Parked { waiter: w, waker }
     }
 
-    /// Removes the entry `id` if it is still queued.
-    pub(super) fn remove(&mut self, id: u64) {
-        if let Ok(i) = self.entries.binary_search_by_key(&id, |e| e.id) {
-            self.entries.remove(i);
+    /// Whether this queue holds `w`, a live waiter that is in this queue
+    /// or in none: a waiter with a neighbour is in a queue, and one
+    /// without is in this one only as its sole waiter.
+    fn holds(&mut self, w: NonNull<Waiter<T>>) -> bool {
+        let l = self.get(w);
+        l.prev.is_some() || l.next.is_some() || self.head == Some(w)
+    }
+
+    /// Takes `w`, which this queue holds, out of it.
+    fn unlink(&mut self, w: NonNull<Waiter<T>>) {
+        let Links { prev, next } = self.get(w);
+        self.set(w, |l| *l = Links::NONE);
+        match prev {
+            Some(p) => self.set(p, |l| l.next = next),
+            None => self.head = next,
         }
+        match next {
+            Some(n) => self.set(n, |l| l.prev = prev),
+            None => self.tail = prev,
+        }
+    }
+
+    /// Takes the parked operation `p` out if this queue still holds it (a
+    /// completer or a dead-entry sweep may have taken it out already).
+    pub(super) fn remove(&mut self, p: &Parked<T>) {
+        if self.holds(p.waiter) {
+            self.unlink(p.waiter);
+        }
+    }
+
+    /// Dequeues the first waiter, live or dead.
+    pub(super) fn pop(&mut self) -> Option<NonNull<Waiter<T>>> {
+        let w = self.head?;
+        self.unlink(w);
+        Some(w)
     }
 
     /// Dequeues and claims the first live waiter that is not part of `me`
     /// (a `select` never completes against its own other cases). Dead
-    /// entries met on the way are dropped (their owners free the waiters).
+    /// waiters met on the way are taken out (their owners free them).
     pub(super) fn claim_first(&mut self, me: Option<&Signal>) -> Option<Claimed<T>> {
-        if me.is_none() {
-            // Plain operations: the common case, a queue of live waiters.
-            while let Some(e) = self.entries.pop_front() {
-                if e.waiter().try_claim() {
-                    return Some(Claimed { waiter: e.waiter });
-                }
-            }
-            return None;
-        }
-        let mut i = 0;
-        while i < self.entries.len() {
-            if is_mine(self.entries[i].waiter(), me) {
-                i += 1;
+        let mut at = self.head;
+        while let Some(w) = at {
+            at = self.get(w).next;
+            // SAFETY: a queued waiter is live; the lock is held.
+            let waiter = unsafe { w.as_ref() };
+            if is_mine(waiter, me) {
                 continue;
             }
-            let e = self.entries.remove(i).expect("index checked against len");
-            if e.waiter().try_claim() {
-                return Some(Claimed { waiter: e.waiter });
+            self.unlink(w);
+            if waiter.try_claim() {
+                return Some(Claimed { waiter: w });
             }
         }
         None
     }
 
-    /// Whether a live waiter other than `me`'s is queued, dropping dead
-    /// entries met on the way.
+    /// Whether a live waiter other than `me`'s is queued, taking out dead
+    /// waiters met on the way.
     pub(super) fn has_live(&mut self, me: &Signal) -> bool {
-        let mut i = 0;
-        while i < self.entries.len() {
-            let w = self.entries[i].waiter();
-            if is_mine(w, Some(me)) {
-                i += 1;
-            } else if w.signal().is_waiting() {
+        let mut at = self.head;
+        while let Some(w) = at {
+            at = self.get(w).next;
+            // SAFETY: a queued waiter is live; the lock is held.
+            let waiter = unsafe { w.as_ref() };
+            if is_mine(waiter, Some(me)) {
+                continue;
+            }
+            if waiter.signal().is_waiting() {
                 // Only a hint; the real decision is a later claim.
                 return true;
-            } else {
-                self.entries.remove(i);
             }
+            self.unlink(w);
         }
         false
     }
@@ -352,11 +410,19 @@ pub(crate) fn wake(w: Woken) {
 
 #[cfg(all(test, target_pointer_width = "64"))]
 mod size_tests {
-    /// A parked receive of a small value is 56 bytes, a class of its own
-    /// in `sched/task/memory.rs` (whose tests hold that): 64 bytes of heap
+    /// A parked receive of a small value is 72 bytes, a class of its own
+    /// in `sched/task/memory.rs` (whose tests hold that): 80 bytes of heap
     /// (docs/ARCHITECTURE.md, "What a parked task costs").
     #[test]
-    fn a_small_values_waiter_takes_the_small_class() {
-        assert_eq!(std::mem::size_of::<super::Waiter<u64>>(), 56);
+    fn a_small_values_waiter_takes_its_own_class() {
+        assert_eq!(std::mem::size_of::<super::Waiter<u64>>(), 72);
+    }
+
+    /// The channel and a parked receive, in the same table.
+    #[test]
+    fn a_channel_and_a_parked_receive_keep_their_size() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<super::super::chan::Chan<u64>>(), 104);
+        assert_eq!(size_of::<crate::chan::RecvFuture<'_, u64>>(), 32);
     }
 }

@@ -69,7 +69,13 @@ impl Sched {
             queued.extend(p.runq.steal_all());
         }
         drop(queued);
-        for w in self.tasks.take_wakers() {
+        let mut parked = Vec::new();
+        self.tasks.take_held(|meta| {
+            // SAFETY: the table handed back the reference the task added
+            // at its first park (`raw::held::add`); it becomes the waker's.
+            parked.push(unsafe { task::raw::held::waker(meta) });
+        });
+        for w in parked {
             // `schedule` sees the shutdown flag and drops the Runnable,
             // which cancels the task and drops its future.
             w.wake();

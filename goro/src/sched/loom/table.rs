@@ -17,7 +17,6 @@ use crate::sched::task::meta::{Parent, TaskMeta};
 use crate::sched::task::table::TaskTable;
 use std::panic::Location;
 use std::sync::Arc;
-use std::task::{Wake, Waker};
 
 /// A record and its stand-in memory: `freed` is written once the task is
 /// gone, as freeing the task's allocation would.
@@ -79,7 +78,7 @@ fn loom_table_dump_never_reads_a_freed_record_and_sees_every_live_task() {
 
         let (t, e) = (table.clone(), exiting.clone());
         let exit = thread::spawn(move || {
-            t.remove(&e.meta, false);
+            t.remove(&e.meta);
             // SAFETY: the stand-in free, checked by loom.
             unsafe { *e.freed.get_mut().deref() = true };
         });
@@ -87,7 +86,7 @@ fn loom_table_dump_never_reads_a_freed_record_and_sees_every_live_task() {
         let spawn = thread::spawn(move || {
             // SAFETY: removed below, before its stand-in free.
             unsafe { t.insert(&s.meta, Some(2)) };
-            t.remove(&s.meta, false);
+            t.remove(&s.meta);
             // SAFETY: the stand-in free, checked by loom.
             unsafe { *s.freed.get_mut().deref() = true };
         });
@@ -98,52 +97,46 @@ fn loom_table_dump_never_reads_a_freed_record_and_sees_every_live_task() {
         );
         exit.join().unwrap();
         spawn.join().unwrap();
-        table.remove(&live.meta, false);
+        table.remove(&live.meta);
     });
 }
 
-/// Counts its wakes.
-struct Count(std::sync::atomic::AtomicUsize);
-
-impl Wake for Count {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-/// A task parks for the first time (hands its waker to the table) while
-/// shutdown takes every kept waker; then the task exits. Exactly one of
-/// them ends up with the waker: shutdown wakes it, or the exit drops it.
+/// A parked task (the table holds its reference) exits on one thread,
+/// without the lock, while shutdown takes every held reference back on
+/// another: exactly one of them gets the reference, and shutdown never
+/// reads the record after its free.
 #[test]
-fn loom_table_shutdown_takes_a_waker_kept_at_a_first_park_once() {
+fn loom_table_a_held_reference_goes_to_shutdown_or_to_the_exit_once() {
     loom::model(|| {
         let table = Arc::new(TaskTable::new());
         let task = record();
-        // SAFETY: removed below, while `task` lives.
+        // SAFETY: removed below, before its stand-in free.
         unsafe { table.insert(&task.meta, Some(0)) };
-        let count = Arc::new(Count(std::sync::atomic::AtomicUsize::new(0)));
-        let waker = Waker::from(count.clone());
+        assert!(table.hold(&task.meta));
 
         let (t, r) = (table.clone(), task.clone());
-        let park = thread::spawn(move || t.keep_waker(&r.meta, &waker));
-        let taken = table.take_wakers();
-        park.join().unwrap();
-        let kept_after = Arc::strong_count(&count);
-        for w in taken.iter() {
-            w.wake_by_ref();
-        }
-        let woken = count.0.load(std::sync::atomic::Ordering::SeqCst);
-        assert!(woken <= 1, "shutdown took one waker twice");
-        drop(taken);
-        table.remove(&task.meta, true);
+        let exit = thread::spawn(move || {
+            let got = t.remove(&r.meta);
+            // SAFETY: the stand-in free, checked by loom.
+            unsafe { *r.freed.get_mut().deref() = true };
+            got
+        });
+        let mut taken = 0;
+        table.take_held(|m| {
+            assert!(std::ptr::eq(m, &task.meta), "a record no task made");
+            // SAFETY: a read of the stand-in memory, checked by loom.
+            assert!(
+                !unsafe { *task.freed.get().deref() },
+                "shutdown read a freed record"
+            );
+            taken += 1;
+        });
+        let by_exit = exit.join().unwrap();
         assert_eq!(
-            Arc::strong_count(&count),
+            taken + usize::from(by_exit),
             1,
-            "a kept waker outlived the task's exit (a leak)"
+            "the held reference was lost or taken twice"
         );
-        // Taken by shutdown or still in the entry until the exit: the
-        // waker existed in exactly one of them.
-        assert_eq!(kept_after, 2, "the kept waker was lost or doubled");
     });
 }
 
@@ -162,17 +155,18 @@ fn loom_table_give_back_waits_for_an_exit_without_the_lock() {
             table.insert(&b.meta, Some(0));
             table.insert(&c.meta, Some(0)); // a second chunk under loom
         }
-        table.remove(&a.meta, false);
-        table.remove(&b.meta, true);
+        table.remove(&a.meta);
+        assert!(table.hold(&b.meta));
+        assert!(table.remove(&b.meta));
         let (t, r) = (table.clone(), c.clone());
-        let exit = thread::spawn(move || t.remove(&r.meta, false));
+        let exit = thread::spawn(move || t.remove(&r.meta));
         // SAFETY: removed below.
         unsafe { table.insert(&d.meta, Some(0)) };
         exit.join().unwrap();
         assert_eq!(table.len(), 1, "the table lost count of its one task");
         let seen = dump(&table, &[a.clone(), b.clone(), c.clone(), d.clone()]);
         assert_eq!(seen, vec![d.meta.id.0], "the dump must see exactly d");
-        table.remove(&d.meta, false);
+        table.remove(&d.meta);
         assert_eq!(table.len(), 0);
     });
 }

@@ -137,7 +137,7 @@ struct TaskFuture<F> {
     future: ManuallyDrop<F>,
     /// Whether `future` has not been dropped yet.
     live: bool,
-    /// Whether the task has parked, and so handed the table its waker.
+    /// Whether the task has parked, and so handed the table a reference.
     parked_once: bool,
     /// This task's record, in the same allocation (the task's header).
     meta: *const TaskMeta,
@@ -165,13 +165,32 @@ impl<F> TaskFuture<F> {
         unsafe { &*self.table }
     }
 
+    /// The task's first park: hands the table a reference to the task,
+    /// so that shutdown can wake it (`table.rs`, "A parked task's
+    /// reference").
+    #[cold]
+    fn hold(&self) {
+        // SAFETY: the record is in the header of this task, made by
+        // `raw::spawn`, and the poll that called us holds a reference.
+        unsafe { raw::held::add(self.meta()) };
+        if !self.table().hold(self.meta()) {
+            // SAFETY: the reference just added; the poll holds its own.
+            unsafe { raw::held::drop(self.meta()) };
+        }
+    }
+
     /// Drops the future in place (once), catching a panic in its `Drop` so
     /// that it never unwinds into the scheduler; returns the panic.
     fn drop_future(&mut self) -> Result<(), Box<dyn Any + Send + 'static>> {
         if !std::mem::replace(&mut self.live, false) {
             return Ok(());
         }
-        self.table().remove(self.meta(), self.parked_once);
+        if self.table().remove(self.meta()) {
+            // SAFETY: the reference `hold` added, which the table gave
+            // back; whoever drops the future holds one of its own (a
+            // runner, a canceller: `raw/`), so this is not the last.
+            unsafe { raw::held::drop(self.meta()) };
+        }
         crate::sched::trace::destroy(self.meta());
         // SAFETY: `live` was true, so the future has not been dropped, and
         // it is never touched again. Dropping a pinned value in place keeps
@@ -207,7 +226,7 @@ impl<F: Future> Future for TaskFuture<F> {
                 );
                 if !this.parked_once {
                     this.parked_once = true;
-                    this.table().keep_waker(this.meta(), cx.waker());
+                    this.hold();
                 }
                 return Poll::Pending;
             }
@@ -524,54 +543,7 @@ impl fmt::Display for JoinError {
 impl std::error::Error for JoinError {}
 
 #[cfg(test)]
-pub(crate) mod test_support {
-    //! Bare tasks (no runtime) for unit-testing the queues.
-    use super::Runnable;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Arc, Mutex};
-
-    #[derive(Default, Clone)]
-    pub(crate) struct Log {
-        pub(crate) ran: Arc<Mutex<Vec<usize>>>,
-        dropped: Arc<AtomicUsize>,
-    }
-
-    impl Log {
-        pub(crate) fn dropped(&self) -> usize {
-            self.dropped.load(Ordering::SeqCst)
-        }
-    }
-
-    struct CountDrop(Arc<AtomicUsize>);
-    impl Drop for CountDrop {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    /// A task that logs `id` when run and counts the drop of its future.
-    pub(crate) fn runnable(id: usize, log: &Log) -> Runnable {
-        let ran = log.ran.clone();
-        let guard = CountDrop(log.dropped.clone());
-        let meta = crate::sched::task::meta::TaskMeta::new(
-            std::panic::Location::caller(),
-            None,
-            None,
-            crate::sched::task::meta::Parent::SPAWNER,
-            1,
-        );
-        let (r, t) = super::raw::spawn(
-            meta,
-            move |_| async move {
-                let _g = guard;
-                ran.lock().unwrap().push(id);
-            },
-            |_r: Runnable, _| panic!("test task rescheduled"),
-        );
-        drop(t);
-        r
-    }
-}
+pub(crate) mod test_support;
 
 #[cfg(all(test, target_pointer_width = "64"))]
 mod size_tests {

@@ -17,7 +17,7 @@
 //! record holds its entry's address) and are reused through a free list:
 //! insert and remove are O(1) with no allocation in the steady state.
 //!
-//! # An exit away from its shard's P takes no lock, unless it parked
+//! # An exit away from its shard's P takes no lock
 //!
 //! With one spawner and thieves running its tasks (Go's shape: a loop
 //! that starts a goroutine per job), every task is inserted into the
@@ -42,39 +42,51 @@
 //!   the reader holds throughout (publish-fence-check again). Readers
 //!   take turns on it; an exit that meets one waits for that walk, as a
 //!   goroutine's exit waits out Go's stop-the-world dump.
-//! * **A kept waker is taken once.** A task that has parked has handed the
-//!   table its waker (below), which shutdown may be taking under the lock:
-//!   such a task leaves under the lock as before.
+//! * **A held reference is taken once.** A task that has parked has
+//!   handed the table a reference to itself (below), which shutdown may be
+//!   taking during its walk: the exit and shutdown each take the entry's
+//!   `HELD` bit with a read-modify-write of the entry's word, so exactly
+//!   one of them gets it.
 //! * **An entry is reused only after its exit.** The push is a Release, the
 //!   insert's take of the whole stack an Acquire.
 //!
 //! A cleared entry holds a tagged word (low bit set): on the returned
-//! stack the word is the next entry's address, so an entry stays three
-//! words (pointer, waker), as before. Rejected: a free bitmap (one more
+//! stack the word is the next entry's address, so an entry is that one
+//! word. Rejected: a free bitmap (one more
 //! contended line per exit), and batching exits per thread (a batched
 //! record must outlive its task, which ties the table to the allocator).
 //! After a burst, an insert that finds its shard empty and holding more
 //! than sixteen chunks (every insert matched by a removal, the lock-free
 //! ones counted in `gone` as their last touch) gives them all back.
 //!
-//! A task that parks hands the table a waker, once, at its first park
-//! ([`TaskTable::keep_waker`]): shutdown wakes every task that holds one so
-//! that its future is dropped (`Sched::shutdown`). The waker rides in the
-//! task's own entry; a separate map of wakers cost each parked task a hash
-//! entry (about 50 bytes at a million tasks) and each first park a second
-//! lock. Tasks that never park (the common case in spawn-heavy code) never
-//! give one.
+//! # A parked task's reference
+//!
+//! A task that parks hands the table one reference to itself, once, at
+//! its first park ([`TaskTable::hold`]: the `HELD` bit of its entry's
+//! word; the task adds the reference, `raw::held`). Shutdown turns each
+//! held reference into a waker and wakes it, so that every parked
+//! future is dropped (`Sched::shutdown`); the task's exit takes the bit
+//! back and drops the reference if shutdown has not taken it. The
+//! reference also keeps a task that nobody else can wake (a future that
+//! dropped its waker) listed in the dump until shutdown, as a goroutine
+//! blocked forever stays in Go's. Tasks that never park (the common case
+//! in spawn-heavy code) never give one.
+//!
+//! Before, the entry kept a clone of the task's waker (two more words per
+//! task, 16 bytes of every parked task's bill) under the shard's lock,
+//! and so a first park took that lock and a parked task's exit took it
+//! too; a bit and a reference need neither. Earlier still, a separate map
+//! of wakers cost each parked task a hash entry (about 50 bytes at a
+//! million tasks).
 //!
 //! Rejected: registering lazily, at a task's first park. A dump must also
 //! list tasks that have never parked (queued, or running a long poll: the
 //! one a user most needs to see).
 
 use super::spin_lock::SpinLock;
-use crate::loom::cell::UnsafeCell;
 use crate::loom::{fence, AtomicPtr, AtomicUsize, Mutex, Ordering, Unpoison};
 use crate::sched::task::meta::TaskMeta;
 use crossbeam_utils::CachePadded;
-use std::task::Waker;
 
 /// Shards: enough that Ps rarely share one; a P's shard is its id modulo.
 #[cfg(not(loom))]
@@ -100,6 +112,10 @@ const KEEP_CHUNKS: usize = 1;
 
 /// The low bit of a cleared entry's word (module docs).
 const CLEARED: usize = 1;
+/// The bit of a live entry's word that says the table holds a reference
+/// to the task (module docs, "A parked task's reference"). A record is
+/// aligned to 8, so its address leaves both bits free.
+const HELD: usize = 2;
 
 pub(crate) struct TaskTable {
     shards: Box<[Shard]>,
@@ -138,35 +154,37 @@ struct Slots {
     live: usize,
 }
 
-/// One task's place in a shard: its record's address (a cleared word has
-/// the low bit set, module docs) and, once it has parked, a waker for
-/// shutdown, touched only under the shard's lock.
+/// One task's place in a shard, one word: its record's address, with
+/// `HELD` once it has parked; a cleared word has the low bit set (module
+/// docs).
 struct Entry {
     word: AtomicPtr<Entry>,
-    waker: UnsafeCell<Option<Waker>>,
 }
 
 // SAFETY: the record pointers are only dereferenced while the entry holds
 // them and a reader is counted in `reading` (module docs), which keeps the
-// pointee alive; the pointee (`TaskMeta`) is Sync. The waker is touched
-// only under the shard's lock, and `Waker` is Send.
+// pointee alive; the pointee (`TaskMeta`) is Sync.
 unsafe impl Send for Slots {}
-// SAFETY: as above: the word is atomic, the waker is only reached under
-// the lock of the shard that owns the entry.
-unsafe impl Sync for Entry {}
 
 impl Entry {
     fn cleared() -> Entry {
         Entry {
             word: AtomicPtr::new(CLEARED as *mut Entry),
-            waker: UnsafeCell::new(None),
         }
     }
 
-    /// The record this entry holds, if any.
-    fn meta(&self, order: Ordering) -> Option<*const TaskMeta> {
-        let w = self.word.load(order);
-        (w as usize & CLEARED == 0).then_some(w as *const TaskMeta)
+    /// The record a word holds, if it holds one.
+    fn record(w: *mut Entry) -> Option<*const TaskMeta> {
+        (w as usize & CLEARED == 0).then_some((w as usize & !HELD) as *const TaskMeta)
+    }
+
+    /// Clears the entry; whether it held its task's reference, which is
+    /// then the caller's.
+    fn clear(&self, cleared: usize) -> bool {
+        // Relaxed: readers are ordered by the lock or the fences (module
+        // docs); the `HELD` bit is decided by this swap's place in the
+        // word's modification order, against shutdown's compare-exchange.
+        self.word.swap(cleared as *mut Entry, Ordering::Relaxed) as usize & HELD != 0
     }
 }
 
@@ -219,51 +237,49 @@ impl TaskTable {
         );
     }
 
-    /// Keeps `waker`, the waker of `meta`'s task, for shutdown (the task's
-    /// first park; a no-op if the task is not in the table).
-    pub(crate) fn keep_waker(&self, meta: &TaskMeta, waker: &Waker) {
-        let Some((shard_ix, e)) = position(meta) else {
-            return;
+    /// Records that the table holds a reference to `meta`'s task, which
+    /// the caller has added (the task's first park). `false` if the task
+    /// is not in the table: the reference stays the caller's.
+    pub(crate) fn hold(&self, meta: &TaskMeta) -> bool {
+        let Some((_, e)) = position(meta) else {
+            return false;
         };
-        let waker = Some(waker.clone());
-        let old = {
-            let _slots = self.shards[shard_ix].locked.lock();
-            // SAFETY: the waker is only touched under this lock.
-            std::mem::replace(unsafe { e.waker.get_mut().deref() }, waker)
-        };
-        drop(old); // after the lock: a waker's drop may run the task's code
+        // Relaxed: the bit's owner is decided by the word's modification
+        // order (`Entry::clear`, `take_held`); the reference it stands for
+        // was added before, by this thread.
+        let _ = e
+            .word
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
+                Some((w as usize | HELD) as *mut Entry)
+            });
+        true
     }
 
     /// Removes `meta` (a no-op if it was never inserted). Called by the
-    /// task's own exit, on the thread that polls or drops it; `parked`:
-    /// whether it ever called [`TaskTable::keep_waker`].
-    pub(crate) fn remove(&self, meta: &TaskMeta, parked: bool) {
+    /// task's own exit, on the thread that polls or drops it. Returns
+    /// whether the entry still held the task's reference
+    /// ([`TaskTable::hold`]), which the caller must then drop.
+    pub(crate) fn remove(&self, meta: &TaskMeta) -> bool {
         let Some((shard_ix, e)) = position(meta) else {
-            return;
+            return false;
         };
         // Relaxed, and no read-modify-write: only the task's own exit
         // (one thread) removes it.
         meta.slot.store(u64::MAX, Ordering::Relaxed);
         let shard = &self.shards[shard_ix];
-        // Under the lock when the task parked (its kept waker), and when
-        // this thread holds the shard's P: uncontended then, its lines in
-        // this core's cache, and cheaper than the fence below.
-        if parked || on_shards_p(shard_ix) {
-            let waker = {
-                let mut slots = shard.locked.lock();
-                // Relaxed: readers read it under this lock.
-                e.word.store(CLEARED as *mut Entry, Ordering::Relaxed);
-                slots.free.push(e);
-                slots.live -= 1;
-                // SAFETY: the waker is only touched under this lock.
-                unsafe { e.waker.get_mut().deref() }.take()
-            };
-            drop(waker); // after the lock, as in `keep_waker`
-            return;
+        // Under the lock when this thread holds the shard's P: uncontended
+        // then, its lines in this core's cache, and cheaper than the fence
+        // below.
+        if on_shards_p(shard_ix) {
+            let mut slots = shard.locked.lock();
+            let held = e.clear(CLEARED);
+            slots.free.push(e);
+            slots.live -= 1;
+            return held;
         }
         // Without the lock (module docs): clear, fence, look for readers
         // (the exit's side of the pairing with a reader's count).
-        e.word.store(CLEARED as *mut Entry, Ordering::Relaxed);
+        let held = e.clear(CLEARED);
         fence(Ordering::SeqCst);
         self.wait_for_readers();
         let mut head = shard.returns.stack.load(Ordering::Relaxed);
@@ -285,6 +301,7 @@ impl TaskTable {
         // Release: our last touch of the shard; an insert that reads the
         // count (Acquire) and finds the shard empty may free its chunks.
         shard.returns.gone.fetch_add(1, Ordering::Release);
+        held
     }
 
     /// Waits until no reader that may have seen the cleared entry still
@@ -299,21 +316,31 @@ impl TaskTable {
         }
     }
 
-    /// Takes every kept waker out (shutdown), one shard's lock at a time.
-    pub(crate) fn take_wakers(&self) -> Vec<Waker> {
-        let mut out = Vec::new();
-        for shard in self.shards.iter() {
-            let slots = shard.locked.lock();
-            for chunk in slots.chunks.iter() {
-                // SAFETY: the wakers are only touched under this lock.
-                out.extend(
-                    chunk
-                        .iter()
-                        .filter_map(|e| unsafe { e.waker.get_mut().deref() }.take()),
-                );
+    /// Takes every held reference back (shutdown): calls `f` with each
+    /// task whose reference it took, which is then `f`'s. A walk, as
+    /// [`TaskTable::for_each`]'s: `f` must not end a task.
+    pub(crate) fn take_held(&self, mut f: impl FnMut(&TaskMeta)) {
+        self.walk_entries(|e| {
+            let mut w = e.word.load(Ordering::Relaxed);
+            while w as usize & (CLEARED | HELD) == HELD {
+                // Relaxed: as in `Entry::clear`, the exit's swap, which
+                // this races with.
+                match e.word.compare_exchange_weak(
+                    w,
+                    (w as usize & !HELD) as *mut Entry,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        // SAFETY: the entry held it, and the walk keeps
+                        // the record alive (module docs).
+                        f(unsafe { &*Entry::record(w).expect("checked live") });
+                        return;
+                    }
+                    Err(now) => w = now,
+                }
             }
-        }
-        out
+        });
     }
 
     /// How many tasks are live, one shard's lock at a time (so a count
@@ -333,6 +360,21 @@ impl TaskTable {
     /// that take no lock wait until it returns (module docs): `f` must not
     /// end a task.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&TaskMeta)) {
+        self.walk_entries(|e| {
+            // Relaxed: the walk's fence orders it after our count, and the
+            // record's fields were written before its insert, under the
+            // shard's lock, which the walk holds.
+            if let Some(m) = Entry::record(e.word.load(Ordering::Relaxed)) {
+                // SAFETY: the entry holds it and we are counted in
+                // `reading`, so its exit has not freed it (module docs).
+                f(unsafe { &*m });
+            }
+        });
+    }
+
+    /// Calls `f` with every entry, as a counted reader, one shard's lock
+    /// at a time.
+    fn walk_entries(&self, mut f: impl FnMut(&Entry)) {
         // Hold `walk`, count, fence, then read the entries: the reader's
         // side of the pairing (module docs).
         let _walk = self.walk.lock().unpoison();
@@ -341,16 +383,7 @@ impl TaskTable {
         let _done = Reading(&self.reading);
         for shard in self.shards.iter() {
             let slots = shard.locked.lock();
-            for e in slots.chunks.iter().flat_map(|c| c.iter()) {
-                // Relaxed: the fence above orders it after our count, and
-                // the record's fields were written before its insert,
-                // under this lock.
-                if let Some(m) = e.meta(Ordering::Relaxed) {
-                    // SAFETY: the entry holds it and we are counted in
-                    // `reading`, so its exit has not freed it (module docs).
-                    f(unsafe { &*m });
-                }
-            }
+            slots.chunks.iter().flat_map(|c| c.iter()).for_each(&mut f);
         }
     }
 }
@@ -489,8 +522,8 @@ mod tests {
         t.for_each(|_| n += 1);
         assert_eq!(n, 10);
         for m in &metas[..5] {
-            t.remove(m, false);
-            t.remove(m, false); // twice is harmless
+            assert!(!t.remove(m), "a reference nobody handed over");
+            assert!(!t.remove(m)); // twice is harmless
         }
         let mut seen = Vec::new();
         t.for_each(|m| seen.push(m.id));
@@ -498,7 +531,15 @@ mod tests {
         let want: Vec<_> = metas[5..].iter().map(|m| m.id).collect();
         assert_eq!(seen, want);
         for m in &metas[5..] {
-            t.remove(m, true);
+            assert!(t.hold(m));
+        }
+        let mut taken = Vec::new();
+        t.take_held(|m| taken.push(m.id));
+        taken.sort();
+        assert_eq!(taken, want, "shutdown takes each held reference");
+        t.take_held(|_| panic!("a held reference taken twice"));
+        for m in &metas[5..] {
+            assert!(!t.remove(m), "the exit got a reference shutdown took");
         }
         let mut n = 0;
         t.for_each(|_| n += 1);
@@ -507,7 +548,8 @@ mod tests {
     }
 
     /// A burst's chunks go back once the shard is empty, after exits
-    /// without the lock (this thread holds no P) as after locked ones.
+    /// without the lock (this thread holds no P), of tasks that parked and
+    /// of tasks that did not.
     #[test]
     fn a_burst_gives_its_chunks_back() {
         let t = TaskTable::new();
@@ -520,7 +562,10 @@ mod tests {
         assert_eq!(t.shards[0].locked.lock().chunks.len(), KEEP_CHUNKS + 3);
         assert_eq!(t.len(), n);
         for (i, m) in metas[..n].iter().enumerate() {
-            t.remove(m, i % 2 == 0); // both paths
+            if i % 2 == 0 {
+                assert!(t.hold(m));
+            }
+            assert_eq!(t.remove(m), i % 2 == 0, "the exit takes its reference back");
         }
         assert_eq!(t.len(), 0);
         // SAFETY: removed below.
@@ -531,6 +576,6 @@ mod tests {
             "the empty shard kept its burst's chunks"
         );
         assert_eq!(t.len(), 1);
-        t.remove(&metas[n], false);
+        assert!(!t.remove(&metas[n]));
     }
 }

@@ -309,6 +309,66 @@ impl<F: Future, S: Fn(Runnable, bool)> Cell<F, S> {
     }
 }
 
+/// The references a runtime's task table holds for parked tasks
+/// (`table.rs`, "A parked task's reference"), reached through the task's
+/// record, which is a field of its header.
+pub(crate) mod held {
+    use super::runnable::WAKER;
+    use super::Header;
+    use crate::sched::task::meta::TaskMeta;
+    use std::ptr::NonNull;
+    use std::task::{RawWaker, Waker};
+
+    /// The header whose record `meta` is.
+    ///
+    /// # Safety
+    ///
+    /// `meta` is the record of a task made by [`super::spawn`].
+    unsafe fn header(meta: &TaskMeta) -> NonNull<Header> {
+        let at = std::ptr::from_ref(meta)
+            .cast::<u8>()
+            .wrapping_sub(std::mem::offset_of!(Header, meta));
+        // SAFETY: the caller's contract: the record lives in a header, at
+        // that offset; not null, as `meta` is not.
+        unsafe { NonNull::new_unchecked(at.cast_mut().cast()) }
+    }
+
+    /// Adds one reference to `meta`'s task, for the table.
+    ///
+    /// # Safety
+    ///
+    /// `meta` is the record of a task made by [`super::spawn`], and the
+    /// caller holds a reference to it (it is polling the task).
+    pub(crate) unsafe fn add(meta: &TaskMeta) {
+        // SAFETY: the caller's contract.
+        unsafe { header(meta).as_ref() }.add_ref();
+    }
+
+    /// Drops a reference [`add`] made.
+    ///
+    /// # Safety
+    ///
+    /// As for [`add`], and the reference given up is one [`add`] made,
+    /// taken back from the table. The caller's own reference keeps this
+    /// from being the last one: a last drop here would free the task from
+    /// inside its own future's drop.
+    pub(crate) unsafe fn drop(meta: &TaskMeta) {
+        // SAFETY: the caller's contract.
+        unsafe { Header::drop_ref(header(meta)) };
+    }
+
+    /// A waker of `meta`'s task that takes over a reference [`add`] made.
+    ///
+    /// # Safety
+    ///
+    /// `meta` is the record of a task made by [`super::spawn`], and the
+    /// caller gives up a reference [`add`] made, taken back from the table.
+    pub(crate) unsafe fn waker(meta: &TaskMeta) -> Waker {
+        // SAFETY: the caller's reference becomes the waker's.
+        unsafe { Waker::from_raw(RawWaker::new(header(meta).as_ptr().cast(), &WAKER)) }
+    }
+}
+
 /// One reference, dropped with the guard.
 struct RefGuard(NonNull<Header>);
 
