@@ -51,6 +51,7 @@ use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -117,10 +118,8 @@ where
         meta,
         |meta| TaskFuture {
             future: ManuallyDrop::new(future),
-            live: true,
-            parked_once: false,
             meta,
-            table,
+            table: table.map_addr(|a| a | LIVE),
         },
         schedule,
     );
@@ -135,15 +134,22 @@ where
 struct TaskFuture<F> {
     /// Dropped by us (see [`TaskFuture::drop_future`]), never by drop glue.
     future: ManuallyDrop<F>,
-    /// Whether `future` has not been dropped yet.
-    live: bool,
-    /// Whether the task has parked, and so handed the table a reference.
-    parked_once: bool,
     /// This task's record, in the same allocation (the task's header).
-    meta: *const TaskMeta,
-    /// The runtime's task table, which lists this task until `drop_future`.
+    /// Non-null: its one invalid value holds the task stage's tag
+    /// (`raw/`'s `Stage`).
+    meta: NonNull<TaskMeta>,
+    /// The runtime's task table, which lists this task until `drop_future`,
+    /// with the flags [`LIVE`] and [`PARKED`] in its address's low bits:
+    /// two words of wrapper, not three (with the header's one-word joiner
+    /// waker, a size class less for a parked task: `raw/awaiter.rs`).
     table: *const TaskTable,
 }
+
+/// `future` has not been dropped yet.
+const LIVE: usize = 1;
+/// The task has parked, and so handed the table a reference.
+const PARKED: usize = 2;
+const _: () = assert!(std::mem::align_of::<TaskTable>() > (LIVE | PARKED));
 
 // SAFETY: the two pointers are shared references in all but lifetime
 // (`TaskMeta` and `TaskTable` are Sync; see `meta()` and `table()` for why
@@ -155,14 +161,26 @@ impl<F> TaskFuture<F> {
         // SAFETY: the metadata is in the header of the allocation that holds
         // this future, and `raw/` frees the header only after the future
         // is dropped.
-        unsafe { &*self.meta }
+        unsafe { self.meta.as_ref() }
     }
 
     fn table(&self) -> &TaskTable {
         // SAFETY: the table is a field of the `Sched` that the task's
         // schedule function keeps alive (an `Arc`) until the allocation,
         // which holds this future, is freed.
-        unsafe { &*self.table }
+        unsafe { &*self.table.map_addr(|a| a & !(LIVE | PARKED)) }
+    }
+
+    fn has(&self, flag: usize) -> bool {
+        self.table.addr() & flag != 0
+    }
+
+    fn set(&mut self, flag: usize) {
+        self.table = self.table.map_addr(|a| a | flag);
+    }
+
+    fn clear(&mut self, flag: usize) {
+        self.table = self.table.map_addr(|a| a & !flag);
     }
 
     /// The task's first park: hands the table a reference to the task,
@@ -182,9 +200,10 @@ impl<F> TaskFuture<F> {
     /// Drops the future in place (once), catching a panic in its `Drop` so
     /// that it never unwinds into the scheduler; returns the panic.
     fn drop_future(&mut self) -> Result<(), Box<dyn Any + Send + 'static>> {
-        if !std::mem::replace(&mut self.live, false) {
+        if !self.has(LIVE) {
             return Ok(());
         }
+        self.clear(LIVE);
         if self.table().remove(self.meta()) {
             // SAFETY: the reference `hold` added, which the table gave
             // back; whoever drops the future holds one of its own (a
@@ -192,7 +211,7 @@ impl<F> TaskFuture<F> {
             unsafe { raw::held::drop(self.meta()) };
         }
         crate::sched::trace::destroy(self.meta());
-        // SAFETY: `live` was true, so the future has not been dropped, and
+        // SAFETY: `LIVE` was set, so the future has not been dropped, and
         // it is never touched again. Dropping a pinned value in place keeps
         // the pinning guarantee (it is not moved before its `Drop`).
         catch_unwind(AssertUnwindSafe(|| unsafe {
@@ -210,7 +229,7 @@ impl<F: Future> Future for TaskFuture<F> {
         // SAFETY: we never move `future` out of the pinned struct, and the
         // other fields are not structurally pinned.
         let this = unsafe { self.get_unchecked_mut() };
-        debug_assert!(this.live, "a task polled after completion");
+        debug_assert!(this.has(LIVE), "a task polled after completion");
         let scope = PollScope::enter(this.meta().id);
         crate::sched::trace::poll_start(this.meta().id);
         // SAFETY: `this.future` lives inside the pinned `TaskFuture` and is
@@ -224,8 +243,8 @@ impl<F: Future> Future for TaskFuture<F> {
                     State::Parked(reason, detail),
                     crate::sched::timer::clock::coarse(),
                 );
-                if !this.parked_once {
-                    this.parked_once = true;
+                if !this.has(PARKED) {
+                    this.set(PARKED);
                     this.hold();
                 }
                 return Poll::Pending;
@@ -559,13 +578,13 @@ mod size_tests {
         );
         assert_eq!(
             size_of::<super::raw::Header>(),
-            32 + 64,
+            24 + 64,
             "the task header (state word, vtable, joiner's waker, record) changed size: \
              update docs/ARCHITECTURE.md's table"
         );
         assert_eq!(
             size_of::<super::TaskFuture<[u64; 0]>>(),
-            24,
+            16,
             "the future's wrapper changed size: update docs/ARCHITECTURE.md's table"
         );
     }

@@ -51,8 +51,8 @@ impl<T> TaskHandle<T> {
                     // SAFETY: AWAITER is set and COMPLETE is not: only we
                     // write the waker, and a completer only reads it.
                     unsafe { &*w }
-                        .as_ref()
-                        .is_some_and(|w| w.will_wake(cx.waker()))
+                        .with(|w| w.will_wake(cx.waker()))
+                        .unwrap_or(false)
                 });
                 if same {
                     return Poll::Pending;
@@ -67,7 +67,7 @@ impl<T> TaskHandle<T> {
                 // ours alone.
                 header
                     .awaiter
-                    .with_mut(|w| unsafe { *w = Some(cx.waker().clone()) });
+                    .with_mut(|w| unsafe { *w = super::awaiter::Awaiter::new(cx.waker()) });
                 if self.update(|s| s | AWAITER).is_ok() {
                     return Poll::Pending;
                 }

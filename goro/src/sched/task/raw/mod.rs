@@ -68,6 +68,7 @@ use crate::sched::task::memory;
 use crate::sched::task::meta::TaskMeta;
 use sync::{AtomicUsize, Ordering, UnsafeCell};
 
+mod awaiter;
 mod join;
 #[cfg(all(loom, loom_task))]
 mod loom;
@@ -120,8 +121,9 @@ const REF: usize = 1 << 6;
 pub(crate) struct Header {
     state: AtomicUsize,
     vtable: &'static Vtable,
-    /// The joiner's waker (module docs: who may touch it when).
-    awaiter: UnsafeCell<Option<Waker>>,
+    /// The joiner's waker (module docs: who may touch it when), in one
+    /// word (`awaiter.rs`).
+    awaiter: UnsafeCell<awaiter::Awaiter>,
     meta: TaskMeta,
 }
 
@@ -144,8 +146,11 @@ struct Vtable {
 /// What the allocation holds after the header.
 enum Stage<F: Future> {
     Running(F),
-    Finished(F::Output),
-    Gone,
+    /// The output, until it is taken or dropped. Two variants, not three
+    /// (with a separate `Gone`): the tag then fits in one invalid value of
+    /// the future's (goro's wrapper holds a non-null pointer), where a
+    /// third variant would need a word of its own.
+    Finished(Option<F::Output>),
 }
 
 /// The allocation. `repr(C)`: the header is first, so a pointer to the
@@ -164,7 +169,7 @@ struct Cell<F: Future, S> {
 /// scheduling of the task (it is not yet in any queue).
 pub(crate) fn spawn<F, S, T>(
     meta: TaskMeta,
-    future: impl FnOnce(*const TaskMeta) -> F,
+    future: impl FnOnce(NonNull<TaskMeta>) -> F,
     schedule: S,
 ) -> (Runnable, TaskHandle<T>)
 where
@@ -176,7 +181,7 @@ where
     let header = Header {
         state: AtomicUsize::new(SCHEDULED | JOIN | (2 * REF)),
         vtable: &Cell::<F, S>::VTABLE,
-        awaiter: UnsafeCell::new(None),
+        awaiter: UnsafeCell::new(awaiter::Awaiter::NONE),
         meta,
     };
     // SAFETY: fresh memory of `Cell<F, S>`'s layout; the header is written
@@ -185,7 +190,8 @@ where
         let c = cell.as_ptr();
         std::ptr::addr_of_mut!((*c).header).write(header);
         std::ptr::addr_of_mut!((*c).schedule).write(schedule);
-        let meta = std::ptr::addr_of!((*c).header.meta);
+        // Not null: a field of a live allocation.
+        let meta = NonNull::new_unchecked(std::ptr::addr_of_mut!((*c).header.meta));
         std::ptr::addr_of_mut!((*c).stage).write(UnsafeCell::new(Stage::Running(future(meta))));
     }
     let ptr = cell.cast::<Header>();
@@ -232,7 +238,7 @@ impl<F: Future, S: Fn(Runnable, bool)> Cell<F, S> {
             match unsafe { Pin::new_unchecked(fut) }.poll(cx) {
                 Poll::Pending => Poll::Pending,
                 Poll::Ready(out) => {
-                    *stage = Stage::Finished(out);
+                    *stage = Stage::Finished(Some(out));
                     Poll::Ready(())
                 }
             }
@@ -247,7 +253,8 @@ impl<F: Future, S: Fn(Runnable, bool)> Cell<F, S> {
         // SAFETY: the caller's contract.
         let cell = unsafe { Self::at(h) };
         // SAFETY: the caller owns the stage.
-        cell.stage.with_mut(|s| unsafe { *s = Stage::Gone });
+        cell.stage
+            .with_mut(|s| unsafe { *s = Stage::Finished(None) });
     }
 
     /// # Safety
@@ -260,10 +267,9 @@ impl<F: Future, S: Fn(Runnable, bool)> Cell<F, S> {
         // SAFETY: the caller owns the stage now that it is COMPLETE.
         let stage = cell
             .stage
-            .with_mut(|s| unsafe { std::mem::replace(&mut *s, Stage::Gone) });
+            .with_mut(|s| unsafe { std::mem::replace(&mut *s, Stage::Finished(None)) });
         let v = match stage {
-            Stage::Finished(v) => Some(v),
-            Stage::Gone => None,
+            Stage::Finished(v) => v,
             Stage::Running(_) => unreachable!("a task's output taken before it finished"),
         };
         // SAFETY: the caller's contract on `out`.
@@ -423,9 +429,7 @@ impl Header {
             self.awaiter.with(|w| {
                 // SAFETY: AWAITER was set when we set COMPLETE: the joiner
                 // wrote the waker before that and will not touch it again.
-                if let Some(w) = unsafe { &*w } {
-                    w.wake_by_ref();
-                }
+                unsafe { &*w }.with(Waker::wake_by_ref);
             });
         }
     }
