@@ -356,6 +356,17 @@ impl<T> WaitQueue<T> {
     /// (a `select` never completes against its own other cases). Dead
     /// waiters met on the way are taken out (their owners free them).
     pub(super) fn claim_first(&mut self, me: Option<&Signal>) -> Option<Claimed<T>> {
+        if me.is_none() {
+            // Plain operations: the common case, nothing to skip.
+            while let Some(w) = self.pop() {
+                // SAFETY: dequeued under the lock: live until our DONE (or,
+                // dead, until its owner takes this lock).
+                if unsafe { w.as_ref() }.try_claim() {
+                    return Some(Claimed { waiter: w });
+                }
+            }
+            return None;
+        }
         let mut at = self.head;
         while let Some(w) = at {
             at = self.get(w).next;

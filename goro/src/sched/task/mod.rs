@@ -193,7 +193,7 @@ impl<F> TaskFuture<F> {
         unsafe { raw::held::add(self.meta()) };
         if !self.table().hold(self.meta()) {
             // SAFETY: the reference just added; the poll holds its own.
-            unsafe { raw::held::drop(self.meta()) };
+            unsafe { raw::held::release(self.meta()) };
         }
     }
 
@@ -208,7 +208,7 @@ impl<F> TaskFuture<F> {
             // SAFETY: the reference `hold` added, which the table gave
             // back; whoever drops the future holds one of its own (a
             // runner, a canceller: `raw/`), so this is not the last.
-            unsafe { raw::held::drop(self.meta()) };
+            unsafe { raw::held::release(self.meta()) };
         }
         crate::sched::trace::destroy(self.meta());
         // SAFETY: `LIVE` was set, so the future has not been dropped, and

@@ -180,11 +180,11 @@ impl Entry {
 
     /// Clears the entry; whether it held its task's reference, which is
     /// then the caller's.
-    fn clear(&self, cleared: usize) -> bool {
+    fn clear(&self) -> bool {
         // Relaxed: readers are ordered by the lock or the fences (module
         // docs); the `HELD` bit is decided by this swap's place in the
-        // word's modification order, against shutdown's compare-exchange.
-        self.word.swap(cleared as *mut Entry, Ordering::Relaxed) as usize & HELD != 0
+        // word's modification order, against shutdown's `take_held`.
+        self.word.swap(CLEARED as *mut Entry, Ordering::Relaxed) as usize & HELD != 0
     }
 }
 
@@ -272,14 +272,14 @@ impl TaskTable {
         // below.
         if on_shards_p(shard_ix) {
             let mut slots = shard.locked.lock();
-            let held = e.clear(CLEARED);
+            let held = e.clear();
             slots.free.push(e);
             slots.live -= 1;
             return held;
         }
         // Without the lock (module docs): clear, fence, look for readers
         // (the exit's side of the pairing with a reader's count).
-        let held = e.clear(CLEARED);
+        let held = e.clear();
         fence(Ordering::SeqCst);
         self.wait_for_readers();
         let mut head = shard.returns.stack.load(Ordering::Relaxed);
@@ -321,24 +321,18 @@ impl TaskTable {
     /// [`TaskTable::for_each`]'s: `f` must not end a task.
     pub(crate) fn take_held(&self, mut f: impl FnMut(&TaskMeta)) {
         self.walk_entries(|e| {
-            let mut w = e.word.load(Ordering::Relaxed);
-            while w as usize & (CLEARED | HELD) == HELD {
-                // Relaxed: as in `Entry::clear`, the exit's swap, which
-                // this races with.
-                match e.word.compare_exchange_weak(
-                    w,
-                    (w as usize & !HELD) as *mut Entry,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => {
-                        // SAFETY: the entry held it, and the walk keeps
-                        // the record alive (module docs).
-                        f(unsafe { &*Entry::record(w).expect("checked live") });
-                        return;
-                    }
-                    Err(now) => w = now,
-                }
+            // Relaxed: as in `Entry::clear`, the exit's swap, which this
+            // races with; the bit goes to whichever comes first.
+            let took = e
+                .word
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
+                    (w as usize & (CLEARED | HELD) == HELD)
+                        .then_some((w as usize & !HELD) as *mut Entry)
+                });
+            if let Some(m) = took.ok().and_then(Entry::record) {
+                // SAFETY: the entry held it, and the walk keeps the record
+                // alive (module docs).
+                f(unsafe { &*m });
             }
         });
     }

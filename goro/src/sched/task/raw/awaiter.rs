@@ -12,9 +12,10 @@
 //! 200 (docs/ARCHITECTURE.md, "What a parked task costs"). A foreign joiner
 //! pays one small allocation when it registers.
 
-use super::runnable::WAKER;
+use super::runnable::{waker_of, WAKER};
 use std::mem::ManuallyDrop;
-use std::task::{RawWaker, Waker};
+use std::ptr::NonNull;
+use std::task::Waker;
 
 /// The low bit of a boxed foreign waker's word.
 const BOXED: usize = 1;
@@ -46,9 +47,7 @@ impl Awaiter {
                 // SAFETY: `new` kept a reference to the task whose header
                 // this is, so it is live; the waker made here borrows that
                 // reference and is never dropped.
-                let w = ManuallyDrop::new(unsafe {
-                    Waker::from_raw(RawWaker::new(p as *const (), &WAKER))
-                });
+                let w = ManuallyDrop::new(unsafe { waker_of(header(p)) });
                 Some(f(&w))
             }
             // SAFETY: the box `new` made, alive until our drop.
@@ -64,12 +63,17 @@ impl Drop for Awaiter {
             p if p & BOXED == 0 => {
                 // SAFETY: as in `with`; the waker made here takes over the
                 // reference `new` kept, and drops it.
-                drop(unsafe { Waker::from_raw(RawWaker::new(p as *const (), &WAKER)) })
+                drop(unsafe { waker_of(header(p)) })
             }
             // SAFETY: the box `new` made, given up once.
             p => drop(unsafe { Box::from_raw((p & !BOXED) as *mut Waker) }),
         }
     }
+}
+
+/// A goro task's header, from a word [`Awaiter::new`] made of it.
+fn header(p: usize) -> NonNull<super::Header> {
+    NonNull::new(p as *mut super::Header).expect("a kept header is not null")
 }
 
 // SAFETY: the word owns a `Waker` in effect (a task reference or a boxed

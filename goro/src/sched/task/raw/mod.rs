@@ -319,11 +319,11 @@ impl<F: Future, S: Fn(Runnable, bool)> Cell<F, S> {
 /// (`table.rs`, "A parked task's reference"), reached through the task's
 /// record, which is a field of its header.
 pub(crate) mod held {
-    use super::runnable::WAKER;
+    use super::runnable::waker_of;
     use super::Header;
     use crate::sched::task::meta::TaskMeta;
     use std::ptr::NonNull;
-    use std::task::{RawWaker, Waker};
+    use std::task::Waker;
 
     /// The header whose record `meta` is.
     ///
@@ -358,7 +358,7 @@ pub(crate) mod held {
     /// taken back from the table. The caller's own reference keeps this
     /// from being the last one: a last drop here would free the task from
     /// inside its own future's drop.
-    pub(crate) unsafe fn drop(meta: &TaskMeta) {
+    pub(crate) unsafe fn release(meta: &TaskMeta) {
         // SAFETY: the caller's contract.
         unsafe { Header::drop_ref(header(meta)) };
     }
@@ -371,7 +371,7 @@ pub(crate) mod held {
     /// caller gives up a reference [`add`] made, taken back from the table.
     pub(crate) unsafe fn waker(meta: &TaskMeta) -> Waker {
         // SAFETY: the caller's reference becomes the waker's.
-        unsafe { Waker::from_raw(RawWaker::new(header(meta).as_ptr().cast(), &WAKER)) }
+        unsafe { waker_of(header(meta)) }
     }
 }
 

@@ -46,7 +46,7 @@ impl Runnable {
         // SAFETY: our reference keeps the header alive.
         unsafe { self.ptr.as_ref() }.add_ref();
         // SAFETY: the reference just added is the waker's.
-        unsafe { Waker::from_raw(RawWaker::new(self.ptr.as_ptr().cast(), &WAKER)) }
+        unsafe { waker_of(self.ptr) }
     }
 
     /// The pointer a run queue stores; [`Runnable::from_raw`] undoes it.
@@ -94,8 +94,7 @@ impl Runnable {
         }
         // The waker the poll sees borrows our reference.
         // SAFETY: the data pointer is a live header for the whole poll.
-        let waker =
-            ManuallyDrop::new(unsafe { Waker::from_raw(RawWaker::new(h.as_ptr().cast(), &WAKER)) });
+        let waker = ManuallyDrop::new(unsafe { waker_of(h) });
         let mut cx = Context::from_waker(&waker);
         // SAFETY: we hold RUNNING and the future is there.
         let poll = unsafe { (header.vtable().poll)(h, &mut cx) };
@@ -164,6 +163,19 @@ impl Drop for Runnable {
         // SAFETY: SCHEDULED gives us the stage; our reference.
         unsafe { Header::cancel_held(self.ptr) };
     }
+}
+
+/// A waker of the task at `h` that owns one reference to it.
+///
+/// # Safety
+///
+/// The caller gives up a reference to the task at `h` to the waker (or,
+/// for a waker it never drops, lends one it holds).
+#[inline]
+pub(super) unsafe fn waker_of(h: NonNull<Header>) -> Waker {
+    // SAFETY: `WAKER` over a live header, with the reference the caller
+    // gives (or lends).
+    unsafe { Waker::from_raw(RawWaker::new(h.as_ptr().cast_const().cast(), &WAKER)) }
 }
 
 /// The waker of every task: its data pointer is the task's header, and
