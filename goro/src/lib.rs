@@ -529,7 +529,9 @@ pub use runtime::deadlock::Deadlock;
 pub use runtime::dump::{Dump, TaskInfo};
 pub use runtime::{Builder, Runtime};
 pub use sched::machine::blocking::{block_in_place, spawn_blocking};
-pub use sched::policy::{Policy, PolicyError, Preempt, RunnextWake, SpinPolicy, TimerPlacement};
+pub use sched::policy::{
+    Policy, PolicyError, Preempt, RunnextWake, Snoozers, SpinPolicy, TimerPlacement,
+};
 pub use sched::task::group::TaskGroup;
 pub use sched::task::meta::{Reason as WaitReason, State as TaskState, TaskId};
 pub use sched::task::spawn::{spawn, spawn_named, yield_now};

@@ -6,7 +6,7 @@
 //!
 //! | seed | field(s) | on (`default`) | off (`legacy`) |
 //! |---|---|---|---|
-//! | 000 don't burn CPU | [`Policy::spin`] | bounded spin, then `sched_yield`, then park | spin without yielding |
+//! | 000 don't burn CPU | [`Policy::spin`], [`Policy::snoozers`] | bounded spin, then `sched_yield`, then park; one M at a time looks again | spin without yielding; every M |
 //! | 001 per-P timers | [`Policy::timers`] | a timer heap per P | one global heap under one lock |
 //! | 002 idle mask, bounded stealing | [`Policy::idle_mask`], [`Policy::steal_passes`] | mask on, 2 passes | mask off, 4 passes |
 //! | 003 pool victim cache | [`Policy::pool_victim`] | a cycle moves primary to victim, drops the old victim | a cycle drops everything |
@@ -80,6 +80,26 @@ pub enum RunnextWake {
     Off,
 }
 
+/// Seed 000: how many Ms may look again for work at once.
+///
+/// An M that finds nothing to run or steal looks again for a few
+/// microseconds ([`Policy::spin`]: spinning, then `sched_yield`) before it
+/// gives its P back and parks, so that work appearing a moment later costs
+/// no park and no wake. One M looking again is enough to catch that work;
+/// every further one only burns a core and reads the busy Ps' queues and
+/// the channels' lines while they are being written. On 16 cores, fifteen
+/// Ms looking again took fan-in from 260 to 852 ns a value and left the
+/// contended rows at four to twelve times Go's CPU (BENCH_RESULTS.md, "16
+/// cores at last"); Go's `findRunnable` has no such second look at all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Snoozers {
+    /// The first M to run dry looks again; the others give their P back at
+    /// once. The default (`sched/machine/snooze.rs`).
+    One,
+    /// Every spinning M looks again (goro before 2026-11-29, and `legacy`).
+    All,
+}
+
 /// Cooperative preemption: how many goro operations a task may complete
 /// in one poll before the next one yields (see [`crate::coop`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,6 +156,8 @@ pub struct Policy {
     pub steal_passes: u32,
     /// Seed 000: how runtime waits spin, yield and park.
     pub spin: SpinPolicy,
+    /// Seed 000: how many Ms may look again for work at once.
+    pub snoozers: Snoozers,
     /// Seed 001: per-P timer heaps or one global heap.
     pub timers: TimerPlacement,
     /// Seed 003: a pool cycle moves each [`crate::sync::Pool`]'s cached
@@ -159,6 +181,7 @@ impl Default for Policy {
             idle_mask: true,
             steal_passes: 2,
             spin: SpinPolicy::DEFAULT,
+            snoozers: Snoozers::One,
             timers: TimerPlacement::PerP,
             pool_victim: true,
             preempt: Preempt::DEFAULT,
@@ -182,7 +205,7 @@ impl std::error::Error for PolicyError {}
 
 const ACCEPTED: &str = "accepted: comma-separated name=value with names \
     runnext=true|false, runnext_steal_pause=<n>ns|us|ms, runnext_wake=watch|eager|off, idle_mask=true|false, \
-    steal_passes=1..16, spin=bounded|unbounded|bounded:<spin>:<yield>, timers=per_p|global, \
+    steal_passes=1..16, spin=bounded|unbounded|bounded:<spin>:<yield>, snoozers=one|all, timers=per_p|global, \
     pool_victim=true|false, preempt=off|<ops per poll 1..1000000>, or the whole string 'default' or 'legacy'";
 
 impl Policy {
@@ -195,6 +218,7 @@ impl Policy {
             idle_mask: false,
             steal_passes: 4,
             spin: SpinPolicy::Unbounded,
+            snoozers: Snoozers::All,
             timers: TimerPlacement::Global,
             pool_victim: false,
             preempt: Preempt::DEFAULT,
@@ -283,6 +307,13 @@ impl Policy {
                         "watch" => RunnextWake::Watch,
                         "off" => RunnextWake::Off,
                         _ => return Err(err(item, format!("'{value}' is not a runnext wake"))),
+                    }
+                }
+                "snoozers" => {
+                    self.snoozers = match value {
+                        "one" | "1" => Snoozers::One,
+                        "all" => Snoozers::All,
+                        _ => return Err(err(item, format!("'{value}' is not 'one' or 'all'"))),
                     }
                 }
                 "timers" => {
@@ -401,6 +432,16 @@ mod tests {
     }
 
     #[test]
+    fn one_m_looks_again_by_default_every_m_in_legacy() {
+        assert_eq!(Policy::default().snoozers, Snoozers::One);
+        assert_eq!(Policy::legacy().snoozers, Snoozers::All);
+        let p = Policy::default().with_overrides("snoozers=all").unwrap();
+        assert_eq!(p.snoozers, Snoozers::All);
+        let p = Policy::legacy().with_overrides("snoozers=one").unwrap();
+        assert_eq!(p.snoozers, Snoozers::One);
+    }
+
+    #[test]
     fn malformed_policy_names_the_item_and_the_accepted_form() {
         for bad in [
             "runnext",
@@ -408,6 +449,7 @@ mod tests {
             "steal_passes=0",
             "nope=1",
             "spin=fast",
+            "snoozers=two",
             "runnext_steal_pause=3",
             "preempt=0",
             "preempt=sometimes",

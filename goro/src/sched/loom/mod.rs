@@ -6,6 +6,7 @@ mod handoff;
 mod monitor;
 mod resize;
 mod runq;
+mod snooze;
 mod spare;
 mod table;
 mod tests;

@@ -15,7 +15,8 @@
 //! 6. a non-blocking netpoll, rate-limited, skipped without sockets or
 //!    while another M polls (`net/poller.rs`); then a spinning M that
 //!    found nothing backs off briefly (spin, then yield, per
-//!    `Policy::spin`) and tries again from step 3 before giving up;
+//!    `Policy::spin`) and tries again from step 3 before giving up, if
+//!    no other M is doing so (`snooze.rs`, `Policy::snoozers`);
 //! 7. give the P back, stop spinning, and re-check every source (the idle
 //!    side of the publish-fence-check pairing, see `idle.rs`); if something
 //!    turned up, take an idle P and start over;
@@ -179,6 +180,7 @@ impl Machine {
     fn search(&mut self) -> Option<(Runnable, bool)> {
         let sched = self.sched.clone();
         let mut backoff = self.backoff();
+        let mut snoozer = sched.idle.snooze.holder(sched.policy.snoozers);
         'top: loop {
             self.check_own_timers();
             let pid = self.p();
@@ -213,9 +215,10 @@ impl Machine {
             if let Some(t) = self.netpoll() {
                 return Some((t, false));
             }
-            if spin {
+            if spin && snoozer.may_look_again() {
                 // Seed 000: look again for a few microseconds (spinning, then
-                // yielding) before paying for a park and a later wake.
+                // yielding) before paying for a park and a later wake; one
+                // M at a time (`snooze.rs`).
                 match backoff.snooze() {
                     Snooze::Spun => {
                         bump(&p.counters.spins, 1);
@@ -228,6 +231,7 @@ impl Machine {
                     Snooze::Done => {}
                 }
             }
+            snoozer.release();
 
             // Give up the P.
             let was_spinning = self.spinning;

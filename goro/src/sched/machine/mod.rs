@@ -23,6 +23,7 @@ pub(crate) mod enter;
 pub(crate) mod find;
 pub(crate) mod netpoll;
 pub(crate) mod park;
+pub(crate) mod snooze;
 pub(crate) mod stack;
 pub(crate) mod stuck;
 pub(crate) mod sysmon;

@@ -114,6 +114,7 @@
 use crate::loom::Unpoison;
 use crate::loom::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::sched::machine::park::Parker;
+use crate::sched::machine::snooze::SnoozeToken;
 use crate::sched::runq::Local;
 use crate::sched::Sched;
 use crate::sched::MAX_PROCS;
@@ -209,6 +210,8 @@ pub(crate) struct Idle {
     npidle: AtomicUsize,
     /// Number of spinning Ms (looking for work while holding a P, or woken to).
     nmspinning: AtomicUsize,
+    /// The right to look again for work (seed 000), one M at a time.
+    pub(crate) snooze: SnoozeToken,
 
     /// Bit i set while P i is idle.
     mask: Box<[AtomicU64]>,
@@ -230,6 +233,7 @@ impl Idle {
             }),
             npidle: AtomicUsize::new(0),
             nmspinning: AtomicUsize::new(0),
+            snooze: SnoozeToken::new(),
             mask: (0..procs.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
             timer_mask: (0..procs.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
         }
