@@ -507,3 +507,42 @@ impl Header {
         }
     }
 }
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod size_tests {
+    /// The stage's tag rides in the wrapper's non-null record pointer: a
+    /// change that took that niche away would silently add a word to every
+    /// task, and could move it up a size class (docs/ARCHITECTURE.md, "What
+    /// a parked task costs").
+    /// A user future with captures, as the `parked_tasks` row's (with a
+    /// future of two words, the output's 16 bytes overlap the niche and
+    /// the tag takes a word whatever goro does).
+    struct Captures([u64; 8]);
+
+    impl std::future::Future for Captures {
+        type Output = ();
+        fn poll(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<()> {
+            let _ = self.0;
+            std::task::Poll::Ready(())
+        }
+    }
+
+    #[test]
+    fn the_stage_costs_no_word_beside_the_future() {
+        use std::mem::size_of;
+        type Fut = crate::sched::task::TaskFuture<Captures>;
+        assert_eq!(
+            size_of::<super::Stage<Fut>>(),
+            size_of::<Fut>(),
+            "the task stage needs a tag word again: keep a niche in TaskFuture"
+        );
+        assert_eq!(
+            size_of::<super::Cell<Fut, fn(super::Runnable, bool)>>(),
+            size_of::<super::Header>() + size_of::<Fut>() + 8,
+            "a task allocation is its header, its future and its schedule function, nothing more"
+        );
+    }
+}
