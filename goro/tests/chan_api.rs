@@ -38,6 +38,33 @@ fn unbounded_never_reports_full() {
     assert_eq!(rx.try_iter().count(), 100_000);
 }
 
+/// The capacity shares a word with the closed flag (31 bits): the largest
+/// bounded capacity is kept exactly, closing does not change it, and a
+/// larger one is refused with the accepted range and the alternative.
+#[test]
+fn capacities_up_to_two_to_the_31_minus_2_are_kept_and_larger_ones_refused() {
+    let max = (1usize << 31) - 2;
+    let (tx, rx) = bounded::<u8>(max);
+    assert_eq!(tx.capacity(), max);
+    tx.close();
+    assert_eq!(rx.capacity(), max, "closing changed the capacity");
+    assert!(rx.is_closed());
+    let (tx, _rx) = bounded::<u8>(usize::MAX);
+    assert_eq!(tx.capacity(), usize::MAX, "usize::MAX means unbounded");
+    for cap in [max + 1, 1 << 40, usize::MAX - 1] {
+        let e = std::panic::catch_unwind(|| bounded::<u8>(cap)).unwrap_err();
+        let msg = e
+            .downcast_ref::<String>()
+            .expect("a formatted panic message");
+        assert!(
+            msg.contains(&format!("bounded({cap})"))
+                && msg.contains("2147483646")
+                && msg.contains("unbounded()"),
+            "bounded({cap}) panicked with: {msg}"
+        );
+    }
+}
+
 #[test]
 fn never_is_never_ready_and_switches_a_case_off() {
     let off: Receiver<u8> = never();

@@ -5,8 +5,9 @@
 //! lock); `select.rs` and `try_select.rs` build `select!` on them.
 //!
 //! Everything a channel operation needs to decide lives behind one
-//! [`Mutex`]: the buffer, the `closed` flag, the queue of parked senders
-//! (`sendq`) and the queue of parked receivers (`recvq`). An operation takes
+//! [`Mutex`]: the buffer, the `closed` flag (a bit of the word that also
+//! holds the capacity, written only under the lock), the queue of parked
+//! senders (`sendq`) and the queue of parked receivers (`recvq`). An operation takes
 //! the lock, looks, acts, releases the lock, and only then wakes the task it
 //! completed (Go's rule: never ready a goroutine under the channel lock).
 //! A contended lock backs off before it queues, as Go's runtime lock does
@@ -117,21 +118,23 @@ use crate::sched::task::meta::{blocked_on, Reason};
 use std::collections::VecDeque;
 use std::task::{Context, Poll};
 
+use super::buffer::{drop_values, shrink_if_sparse};
+use super::capacity::CapClosed;
 use super::lock::lock;
 use super::signal::{Signal, WakerId};
 use super::waiter::{wake, Claimed, Parked, WaitQueue, Waiter, Woken};
 use super::{RecvError, SendError, TryRecvError, TrySendError};
-use crate::loom::{AtomicUsize, Mutex, MutexGuard};
+use crate::loom::{AtomicU32, Mutex, MutexGuard};
 use crate::sched::timer::TimerInner;
 
 // --------------------------------------------------------------------------
 // hchan
 // --------------------------------------------------------------------------
 
-/// What a channel's lock protects.
+/// What a channel's lock protects (with the closed flag in
+/// [`Chan::cap_closed`]).
 pub(crate) struct Inner<T> {
     buf: VecDeque<T>,
-    closed: bool,
     sendq: WaitQueue<T>,
     recvq: WaitQueue<T>,
 }
@@ -139,9 +142,16 @@ pub(crate) struct Inner<T> {
 /// The shared channel (Go's `hchan`).
 pub(crate) struct Chan<T> {
     inner: Mutex<Inner<T>>,
-    cap: usize,
+    /// The capacity and the closed flag (`capacity.rs`); the flag is
+    /// written and read under `inner`'s lock.
+    cap_closed: CapClosed,
     /// Live `Sender` handles; the last one to go closes the channel.
-    pub(crate) senders: AtomicUsize,
+    pub(crate) senders: AtomicU32,
+    /// Under loom, the channel's place in the lock order: the order of
+    /// creation, the same in every execution of a model, where addresses
+    /// are not (`Chan::lock_order`).
+    #[cfg(loom)]
+    seq: usize,
     /// The timer that feeds this channel (Go's `hchan.timer`): receivers
     /// run it when it is due and put it on a heap while they wait (see
     /// `sched/timer/mod.rs`). Called only with no channel lock held.
@@ -153,16 +163,24 @@ impl<T> Chan<T> {
         Chan::with_timer(cap, None)
     }
 
+    /// # Panics
+    ///
+    /// If `cap` is above 2^31 - 2 and is not `usize::MAX` (`capacity.rs`).
     pub(crate) fn with_timer(cap: usize, timer: Option<std::sync::Arc<TimerInner>>) -> Chan<T> {
         Chan {
             inner: Mutex::new(Inner {
                 buf: VecDeque::new(),
-                closed: false,
                 sendq: WaitQueue::new(),
                 recvq: WaitQueue::new(),
             }),
-            cap,
-            senders: AtomicUsize::new(1),
+            cap_closed: CapClosed::new(cap),
+            senders: AtomicU32::new(1),
+            #[cfg(loom)]
+            seq: {
+                static NEXT: std::sync::atomic::AtomicUsize =
+                    std::sync::atomic::AtomicUsize::new(1);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
             timer,
         }
     }
@@ -193,8 +211,33 @@ impl<T> Chan<T> {
         }
     }
 
+    /// The capacity; `usize::MAX` for an unbounded channel.
+    #[inline]
     pub(crate) fn cap(&self) -> usize {
-        self.cap
+        self.cap_closed.cap()
+    }
+
+    /// Whether the channel is closed; `_inner` says the caller holds the
+    /// lock.
+    #[inline]
+    fn closed(&self, _inner: &Inner<T>) -> bool {
+        self.cap_closed.is_closed()
+    }
+
+    /// The order in which a `select` with `default` takes its channels'
+    /// locks (`try_select.rs`; Go's `sellock`): by address, as Go does.
+    /// Under loom, by creation instead: the allocator gives a model's
+    /// channels other addresses in each execution, and a lock order that
+    /// changes between executions makes loom replay a schedule that no
+    /// longer fits (it then fails inside its own mutex: "expected to be
+    /// able to acquire lock").
+    #[inline]
+    pub(crate) fn lock_order(&self) -> usize {
+        #[cfg(loom)]
+        let order = self.seq;
+        #[cfg(not(loom))]
+        let order = std::ptr::from_ref(self) as usize;
+        order
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Inner<T>> {
@@ -207,7 +250,8 @@ impl<T> Chan<T> {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.lock().closed
+        let inner = self.lock();
+        self.closed(&inner)
     }
 
     /// Go's `closechan`: marks the channel closed and completes every parked
@@ -216,10 +260,10 @@ impl<T> Chan<T> {
     pub(crate) fn close(&self) -> bool {
         let woken = {
             let mut inner = self.lock();
-            if inner.closed {
+            if self.closed(&inner) {
                 return false;
             }
-            inner.closed = true;
+            self.cap_closed.set_closed();
             let mut woken = Vec::new();
             // Claim and finish under the lock, so that an owner that locks
             // this channel afterwards always sees DONE. Dead waiters are
@@ -250,14 +294,14 @@ impl<T> Chan<T> {
         v: T,
         me: Option<&Signal>,
     ) -> Result<Woken, TrySendError<T>> {
-        if inner.closed {
+        if self.closed(inner) {
             return Err(TrySendError::Closed(v));
         }
         if let Some(w) = inner.recvq.claim_first(me) {
             w.put(v);
             return Ok(w.finish());
         }
-        if inner.buf.len() < self.cap {
+        if self.cap_closed.room_for(inner.buf.len()) {
             inner.buf.push_back(v);
             return Ok(None);
         }
@@ -274,7 +318,7 @@ impl<T> Chan<T> {
     ) -> Result<(T, Woken), TryRecvError> {
         if let Some(v) = inner.buf.pop_front() {
             let mut woken = None;
-            if inner.buf.len() < self.cap {
+            if self.cap_closed.room_for(inner.buf.len()) {
                 if let Some(w) = inner.sendq.claim_first(me) {
                     inner.buf.push_back(w.take());
                     woken = w.finish();
@@ -287,7 +331,7 @@ impl<T> Chan<T> {
             let v = w.take();
             return Ok((v, w.finish()));
         }
-        if inner.closed {
+        if self.closed(inner) {
             Err(TryRecvError::Closed)
         } else {
             Err(TryRecvError::Empty)
@@ -296,12 +340,12 @@ impl<T> Chan<T> {
 
     /// Whether a send would complete now, not counting `me`'s own waiters.
     pub(crate) fn send_ready_locked(&self, inner: &mut Inner<T>, me: &Signal) -> bool {
-        inner.closed || inner.recvq.has_live(me) || inner.buf.len() < self.cap
+        self.closed(inner) || inner.recvq.has_live(me) || self.cap_closed.room_for(inner.buf.len())
     }
 
     /// Whether a receive would complete now, not counting `me`'s own waiters.
     pub(crate) fn recv_ready_locked(&self, inner: &mut Inner<T>, me: &Signal) -> bool {
-        !inner.buf.is_empty() || inner.closed || inner.sendq.has_live(me)
+        !inner.buf.is_empty() || self.closed(inner) || inner.sendq.has_live(me)
     }
 
     /// Queues `w`, whose owner registered the waker `waker`.
@@ -432,71 +476,6 @@ impl<T> Drop for Chan<T> {
         }
         let buf = std::mem::take(&mut self.lock().buf);
         drop_values(buf);
-    }
-}
-
-/// Drops the values left in a channel's buffer when the channel goes.
-///
-/// A value's `Drop` may panic. Dropping the `VecDeque` as it is would run
-/// the next value's `Drop` during that panic's unwind, and a second panic
-/// aborts the process. So each value is dropped under `catch_unwind`: every
-/// value is dropped, and the first panic is resumed once they all are (or
-/// dropped, if this thread is already unwinding, where resuming would
-/// abort).
-fn drop_values<T>(buf: VecDeque<T>) {
-    if !std::mem::needs_drop::<T>() {
-        return;
-    }
-    let mut first_panic = None;
-    for v in buf {
-        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(v))) {
-            first_panic.get_or_insert(p);
-        }
-    }
-    if let Some(p) = first_panic {
-        if !std::thread::panicking() {
-            std::panic::resume_unwind(p);
-        }
-    }
-}
-
-/// Smallest buffer, in bytes, that is ever given back: below it a channel
-/// keeps what it has, so a small channel never reallocates.
-const SHRINK_FLOOR_BYTES: usize = 16 * 1024;
-
-/// Gives a buffer's memory back once the backlog has fallen to a quarter
-/// of what the buffer holds, halving it at most (down to the floor).
-///
-/// The buffer grows with the backlog (a `bounded(1 << 30)` costs nothing up
-/// front), so without this a channel that once held a burst keeps that
-/// memory for its whole life. The gap between the shrink point (a quarter)
-/// and the new size (twice the backlog) is the hysteresis: a steady backlog
-/// never reallocates, and each shrink copies at most a quarter of the
-/// buffer, paid for by the receives that emptied the other three quarters.
-#[inline]
-fn shrink_if_sparse<T>(buf: &mut VecDeque<T>) {
-    if std::mem::size_of::<T>() == 0 {
-        return; // a buffer of zero-sized values holds no memory
-    }
-    let held = buf.capacity();
-    if held > shrink_floor::<T>() && buf.len() <= held / 4 {
-        shrink(buf);
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn shrink<T>(buf: &mut VecDeque<T>) {
-    buf.shrink_to((buf.len() * 2).max(shrink_floor::<T>()));
-}
-
-/// [`SHRINK_FLOOR_BYTES`] in values of `T` (at least 16).
-const fn shrink_floor<T>() -> usize {
-    let n = SHRINK_FLOOR_BYTES / std::mem::size_of::<T>();
-    if n < 16 {
-        16
-    } else {
-        n
     }
 }
 

@@ -71,6 +71,8 @@
 //! - Panicking on send to a closed channel or on a second `close` (Go): in
 //!   Rust the value comes back in the error and `close` returns `false`.
 
+mod buffer;
+mod capacity;
 #[allow(clippy::module_inception)] // the channel itself (Go's hchan) in chan/chan.rs
 pub(crate) mod chan;
 mod error;
@@ -114,6 +116,18 @@ use std::task::Poll;
 /// let (tx, rx) = goro::chan::bounded::<&str>(2);
 /// tx.try_send("a").unwrap();
 /// assert_eq!(rx.try_recv(), Ok("a"));
+/// ```
+///
+/// # Panics
+///
+/// If `cap` is above 2^31 - 2 (2,147,483,646) and is not `usize::MAX`,
+/// which means no bound ([`unbounded`]). Go panics the same way on a
+/// capacity too large to allocate; here the buffer grows with the backlog,
+/// so the limit is what lets the capacity share a word with the closed
+/// flag (16 bytes less for every channel).
+///
+/// ```should_panic
+/// let _ = goro::chan::bounded::<u8>(1 << 40); // use unbounded() instead
 /// ```
 pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
     let chan = Arc::new(Chan::new(cap));

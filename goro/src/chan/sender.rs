@@ -196,7 +196,13 @@ impl<T> Clone for Sender<T> {
     fn clone(&self) -> Self {
         // Relaxed: a new handle is made from a live one, so the count is
         // already >= 1 and cannot reach 0 concurrently (as `Arc::clone`).
-        self.chan.senders.fetch_add(1, Ordering::Relaxed);
+        // A 32-bit count (the channel's size class, `chan.rs`): as
+        // `Arc::clone` does past `isize::MAX`, abort rather than wrap, past
+        // 2^31 handles (a leak of clones; each handle is 8 bytes, so 16 GiB
+        // of them).
+        if self.chan.senders.fetch_add(1, Ordering::Relaxed) > i32::MAX as u32 {
+            std::process::abort();
+        }
         Sender {
             chan: self.chan.clone(),
         }

@@ -64,7 +64,8 @@ pub trait TryCase: sealed::Sealed {
     fn poll_future(&mut self, _cx: &mut std::task::Context<'_>) -> bool {
         false
     }
-    /// The channel's address: the lock order, and which cases share a lock.
+    /// The channel's place in the lock order (`Chan::lock_order`), which
+    /// also tells which cases share a lock; 0 for no channel.
     fn chan_addr(&self) -> usize;
     /// Work to do before any lock is taken (a due timer sends first).
     fn before_lock(&self);
@@ -119,7 +120,7 @@ impl<T> sealed::Sealed for TryRecvCase<'_, T> {}
 
 impl<T> TryCase for TryRecvCase<'_, T> {
     fn chan_addr(&self) -> usize {
-        std::ptr::from_ref(self.chan) as usize
+        self.chan.lock_order()
     }
 
     fn before_lock(&self) {
@@ -194,7 +195,7 @@ impl<T> sealed::Sealed for TrySendCase<'_, T> {}
 
 impl<T> TryCase for TrySendCase<'_, T> {
     fn chan_addr(&self) -> usize {
-        std::ptr::from_ref(self.chan) as usize
+        self.chan.lock_order()
     }
 
     fn before_lock(&self) {}

@@ -433,7 +433,7 @@ mod size_tests {
     #[test]
     fn a_channel_and_a_parked_receive_keep_their_size() {
         use std::mem::size_of;
-        assert_eq!(size_of::<super::super::chan::Chan<u64>>(), 104);
+        assert_eq!(size_of::<super::super::chan::Chan<u64>>(), 88);
         assert_eq!(size_of::<crate::chan::RecvFuture<'_, u64>>(), 32);
     }
 }
