@@ -32,8 +32,9 @@
 #   SCALE_TIMEOUT  seconds one run may take before it is abandoned [60]
 #   SCALE_IMPLS    implementations [goro,tokio,go]
 #   SCALE_POLICIES goro policies to try beside the default, separated by
-#                  `;` (GORO_POLICY syntax, e.g. "spin=bounded:0:0;
-#                  runnext_steal_pause=0us"): after each procs' main run,
+#                  `;` (GORO_POLICY syntax, e.g. "snoozers=all;
+#                  spin=bounded:0:0", every M looking again and none, the
+#                  open question of 2026-11-29): after each procs' main run,
 #                  goro alone runs the rows once per policy, into
 #                  scale-pP-policyN.txt/.json (the policy is the file's
 #                  first line), so one many-core run compares candidate

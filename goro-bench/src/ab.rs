@@ -39,7 +39,7 @@ pub const SEEDS: &[Seed] = &[
         id: "000",
         title: "don't burn CPU",
         workloads: &["oversub", "idle_cpu"],
-        before: "spin=unbounded",
+        before: "spin=unbounded,snoozers=all",
         procs: None,
         issue: "sched",
         extras: &[

@@ -109,7 +109,10 @@ mod tests {
     #[test]
     fn room_cap_and_the_flag_read_back_as_written() {
         let c = CapClosed::new(3);
-        assert!(c.room_for(2) && !c.room_for(3), "room below the capacity only");
+        assert!(
+            c.room_for(2) && !c.room_for(3),
+            "room below the capacity only"
+        );
         assert_eq!(c.cap(), 3);
         assert!(!c.is_closed());
         c.set_closed();
@@ -121,7 +124,10 @@ mod tests {
         // Past the word's own value, the slow half says unbounded.
         assert!(u.room_for(usize::MAX - 1) && u.room_for(UNBOUNDED as usize));
         let max = CapClosed::new(MAX_CAP);
-        assert!(!max.room_for(MAX_CAP), "the largest bounded capacity is a bound");
+        assert!(
+            !max.room_for(MAX_CAP),
+            "the largest bounded capacity is a bound"
+        );
         assert_eq!(max.cap(), MAX_CAP);
     }
 }

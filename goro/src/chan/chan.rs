@@ -6,10 +6,11 @@
 //!
 //! Everything a channel operation needs to decide lives behind one
 //! [`Mutex`]: the buffer, the `closed` flag (a bit of the word that also
-//! holds the capacity, written only under the lock), the queue of parked
-//! senders (`sendq`) and the queue of parked receivers (`recvq`). An operation takes
-//! the lock, looks, acts, releases the lock, and only then wakes the task it
-//! completed (Go's rule: never ready a goroutine under the channel lock).
+//! holds the capacity, `capacity.rs`, written only under the lock), the
+//! queue of parked senders (`sendq`) and the queue of parked receivers
+//! (`recvq`). An operation takes the lock, looks, acts, releases the lock,
+//! and only then wakes the task it completed (Go's rule: never ready a
+//! goroutine under the channel lock).
 //! A contended lock backs off before it queues, as Go's runtime lock does
 //! ([`lock`]), so two Ps on one channel do not fight over its cache line.
 //!
