@@ -510,10 +510,6 @@ impl Header {
 
 #[cfg(all(test, target_pointer_width = "64"))]
 mod size_tests {
-    /// The stage's tag rides in the wrapper's non-null record pointer: a
-    /// change that took that niche away would silently add a word to every
-    /// task, and could move it up a size class (docs/ARCHITECTURE.md, "What
-    /// a parked task costs").
     /// A user future with captures, as the `parked_tasks` row's (with a
     /// future of two words, the output's 16 bytes overlap the niche and
     /// the tag takes a word whatever goro does).
@@ -530,6 +526,10 @@ mod size_tests {
         }
     }
 
+    /// The stage's tag rides in the wrapper's non-null record pointer: a
+    /// change that took that niche away would silently add a word to every
+    /// task, and could move it up a size class (docs/ARCHITECTURE.md, "What
+    /// a parked task costs").
     #[test]
     fn the_stage_costs_no_word_beside_the_future() {
         use std::mem::size_of;
